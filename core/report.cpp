@@ -1,0 +1,273 @@
+#include "core/report.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "core/json_fields.hpp"
+
+namespace trainbench {
+
+namespace jf = json_fields;
+
+namespace {
+
+nlohmann::json pct_json(const Percentiles& p) {
+  return {{"p50", p.p50}, {"p75", p.p75}, {"p90", p.p90}, {"p95", p.p95}};
+}
+
+Percentiles pct_from_json(const nlohmann::json& j, const std::string& path) {
+  jf::require_object(j, path);
+  Percentiles p{jf::get_number(j, "p50", path), jf::get_number(j, "p75", path), jf::get_number(j, "p90", path),
+                jf::get_number(j, "p95", path)};
+  if (p.p50 < 0 || p.p75 < 0 || p.p90 < 0 || p.p95 < 0) throw std::runtime_error(path + ": must be >= 0");
+  return p;
+}
+
+/// Fills the measured part of a run's report from the workers' result.
+void summarize(const RunConfig& cfg, const RunResult& result, RunReport& run) {
+  if (result.ranks.empty()) throw std::runtime_error("run " + std::to_string(cfg.index) + ": result has no ranks");
+  const std::size_t repeats = result.ranks.front().step_seconds.size();
+  for (const auto& rk : result.ranks) {
+    if (rk.step_seconds.size() != repeats) {
+      throw std::runtime_error("run " + std::to_string(cfg.index) + ": ranks disagree on the number of repeats");
+    }
+  }
+  for (std::size_t r = 0; r < repeats; ++r) {
+    std::vector<double> pooled;
+    for (const auto& rk : result.ranks) pooled.insert(pooled.end(), rk.step_seconds[r].begin(), rk.step_seconds[r].end());
+    run.repeats.push_back(percentiles(pooled));
+  }
+  run.sec_per_iter = median_of(run.repeats);
+  run.examples_per_sec = throughput(run.sec_per_iter, static_cast<double>(cfg.batch_size_per_device) * cfg.world_size());
+  run.parameter_count = result.parameter_count;
+  run.ddp_bucket_count = result.ddp_bucket_count;
+  for (const auto& rk : result.ranks) {
+    RankReport rr;
+    rr.rank = rk.rank;
+    rr.node_rank = rk.node_rank;
+    rr.local_rank = rk.local_rank;
+    std::vector<Percentiles> per_repeat;
+    for (const auto& steps : rk.step_seconds) per_repeat.push_back(percentiles(steps));
+    rr.sec_per_iter = median_of(per_repeat);
+    rr.peak_memory_bytes = rk.peak_memory_bytes;
+    run.max_peak_memory_bytes = std::max(run.max_peak_memory_bytes, rk.peak_memory_bytes);
+    run.ranks.push_back(rr);
+  }
+}
+
+}  // namespace
+
+Report build_report(const BenchmarkJob& job, const std::vector<RunConfig>& runs,
+                    const std::vector<RunOutcome>& outcomes) {
+  if (runs.size() != outcomes.size()) throw std::invalid_argument("build_report: one outcome per run is needed");
+  Report rep;
+  rep.job_name = job.metadata.name;
+  rep.job_namespace = job.metadata.namespace_;
+  rep.model = job.benchmark.model;
+  rep.batch_size_per_device = job.benchmark.batch_size_per_device;
+  rep.precision = job.benchmark.precision;
+  rep.warmup_steps = job.benchmark.warmup_steps;
+  rep.measure_steps = job.benchmark.measure_steps;
+  rep.repeats = job.benchmark.repeats;
+  rep.bucket_cap_mb = job.benchmark.ddp.bucket_cap_mb;
+  rep.gradient_compression = job.benchmark.ddp.gradient_compression;
+  bool have_env = false;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const RunConfig& cfg = runs[i];
+    RunReport run;
+    run.index = cfg.index;
+    run.label = cfg.label();
+    run.devices_label = cfg.devices_label();
+    run.nodes = cfg.nodes;
+    run.devices_per_node = cfg.devices_per_node;
+    run.world_size = cfg.world_size();
+    run.paradigm = cfg.paradigm;
+    run.bucket_cap_mb = cfg.ddp.bucket_cap_mb;
+    const RunOutcome& out = outcomes[i];
+    if (out.result && out.error.empty()) {
+      try {
+        summarize(cfg, *out.result, run);
+        if (!have_env) {
+          rep.environment = out.result->environment;
+          have_env = true;
+        }
+      } catch (const std::exception& e) {
+        run.phase = "Failed";
+        run.error = e.what();
+      }
+    } else {
+      run.phase = "Failed";
+      run.error = out.error.empty() ? "no result" : out.error;
+    }
+    rep.runs.push_back(std::move(run));
+  }
+  // Baseline: the single-device "no ddp" run, else any single-device run.
+  auto pick = [&rep](bool want_none) -> std::optional<int> {
+    for (std::size_t i = 0; i < rep.runs.size(); ++i) {
+      const auto& r = rep.runs[i];
+      if (r.phase == "Succeeded" && r.world_size == 1 && (!want_none || r.paradigm == "none")) {
+        return static_cast<int>(i);
+      }
+    }
+    return std::nullopt;
+  };
+  rep.baseline_run = pick(true);
+  if (!rep.baseline_run) rep.baseline_run = pick(false);
+  if (rep.baseline_run) {
+    const double base = rep.runs[static_cast<std::size_t>(*rep.baseline_run)].examples_per_sec.p50;
+    for (auto& r : rep.runs) {
+      if (r.phase != "Succeeded" || !(base > 0)) continue;
+      r.speedup = speedup(r.examples_per_sec.p50, base);
+      r.efficiency = scaling_efficiency(*r.speedup, r.world_size);
+    }
+  }
+  return rep;
+}
+
+nlohmann::json to_json(const Report& r) {
+  nlohmann::json runs = nlohmann::json::array();
+  for (const auto& run : r.runs) {
+    nlohmann::json j = {{"index", run.index},
+                        {"label", run.label},
+                        {"devices", run.devices_label},
+                        {"nodes", run.nodes},
+                        {"devicesPerNode", run.devices_per_node},
+                        {"worldSize", run.world_size},
+                        {"paradigm", run.paradigm},
+                        {"bucketCapMB", run.bucket_cap_mb},
+                        {"phase", run.phase}};
+    if (run.phase == "Succeeded") {
+      j["secPerIter"] = pct_json(run.sec_per_iter);
+      j["examplesPerSec"] = pct_json(run.examples_per_sec);
+      nlohmann::json reps = nlohmann::json::array();
+      for (const auto& p : run.repeats) reps.push_back(pct_json(p));
+      j["repeats"] = reps;
+      j["speedup"] = run.speedup ? nlohmann::json(*run.speedup) : nlohmann::json(nullptr);
+      j["efficiency"] = run.efficiency ? nlohmann::json(*run.efficiency) : nlohmann::json(nullptr);
+      j["parameterCount"] = run.parameter_count;
+      j["ddpBucketCount"] = run.ddp_bucket_count;
+      j["maxPeakMemoryBytes"] = run.max_peak_memory_bytes;
+      nlohmann::json ranks = nlohmann::json::array();
+      for (const auto& rk : run.ranks) {
+        ranks.push_back({{"rank", rk.rank},
+                         {"nodeRank", rk.node_rank},
+                         {"localRank", rk.local_rank},
+                         {"secPerIter", pct_json(rk.sec_per_iter)},
+                         {"peakMemoryBytes", rk.peak_memory_bytes}});
+      }
+      j["ranks"] = ranks;
+    } else {
+      j["error"] = run.error;
+    }
+    runs.push_back(j);
+  }
+  return {{"schemaVersion", r.schema_version},
+          {"kind", "BenchmarkReport"},
+          {"job", {{"name", r.job_name}, {"namespace", r.job_namespace}}},
+          {"benchmark",
+           {{"model", r.model},
+            {"batchSizePerDevice", r.batch_size_per_device},
+            {"precision", r.precision},
+            {"warmupSteps", r.warmup_steps},
+            {"measureSteps", r.measure_steps},
+            {"repeats", r.repeats},
+            {"bucketCapMB", r.bucket_cap_mb},
+            {"gradientCompression", r.gradient_compression}}},
+          {"environment", to_json(r.environment)},
+          {"baselineRun", r.baseline_run ? nlohmann::json(*r.baseline_run) : nlohmann::json(nullptr)},
+          {"runs", runs}};
+}
+
+Report report_from_json(const nlohmann::json& j) {
+  jf::require_object(j, "");
+  Report r;
+  r.schema_version = static_cast<int>(jf::get_int(j, "schemaVersion", ""));
+  if (r.schema_version != kReportSchemaVersion) {
+    throw std::runtime_error("schemaVersion: unsupported version " + std::to_string(r.schema_version) +
+                             " (this trainbench reads " + std::to_string(kReportSchemaVersion) + ")");
+  }
+  if (jf::get_string(j, "kind", "") != "BenchmarkReport") throw std::runtime_error("kind: must be \"BenchmarkReport\"");
+  const auto& job = jf::get_object(j, "job", "");
+  r.job_name = jf::get_string(job, "name", "job");
+  r.job_namespace = jf::get_string(job, "namespace", "job");
+  const auto& b = jf::get_object(j, "benchmark", "");
+  r.model = jf::get_string(b, "model", "benchmark");
+  r.batch_size_per_device = static_cast<int>(jf::get_int(b, "batchSizePerDevice", "benchmark"));
+  r.precision = jf::get_string(b, "precision", "benchmark");
+  r.warmup_steps = static_cast<int>(jf::get_int(b, "warmupSteps", "benchmark"));
+  r.measure_steps = static_cast<int>(jf::get_int(b, "measureSteps", "benchmark"));
+  r.repeats = static_cast<int>(jf::get_int(b, "repeats", "benchmark"));
+  r.bucket_cap_mb = jf::get_number(b, "bucketCapMB", "benchmark");
+  r.gradient_compression = jf::get_string(b, "gradientCompression", "benchmark");
+  r.environment = environment_from_json(jf::get_object(j, "environment", ""));
+  if (jf::has(j, "baselineRun")) r.baseline_run = static_cast<int>(jf::get_int(j, "baselineRun", ""));
+  const auto& runs = jf::get_array(j, "runs", "");
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const std::string p = "runs[" + std::to_string(i) + "]";
+    const auto& rj = runs[i];
+    jf::require_object(rj, p);
+    RunReport run;
+    run.index = static_cast<int>(jf::get_int(rj, "index", p));
+    run.label = jf::get_string(rj, "label", p);
+    run.devices_label = jf::get_string(rj, "devices", p);
+    run.nodes = static_cast<int>(jf::get_int(rj, "nodes", p));
+    run.devices_per_node = static_cast<int>(jf::get_int(rj, "devicesPerNode", p));
+    run.world_size = static_cast<int>(jf::get_int(rj, "worldSize", p));
+    run.paradigm = jf::get_string(rj, "paradigm", p);
+    run.bucket_cap_mb = jf::get_number(rj, "bucketCapMB", p);
+    run.phase = jf::get_string(rj, "phase", p);
+    if (run.phase == "Succeeded") {
+      run.sec_per_iter = pct_from_json(jf::member(rj, "secPerIter", p), p + ".secPerIter");
+      run.examples_per_sec = pct_from_json(jf::member(rj, "examplesPerSec", p), p + ".examplesPerSec");
+      const auto& reps = jf::get_array(rj, "repeats", p);
+      for (std::size_t k = 0; k < reps.size(); ++k) {
+        run.repeats.push_back(pct_from_json(reps[k], p + ".repeats[" + std::to_string(k) + "]"));
+      }
+      if (jf::has(rj, "speedup")) run.speedup = jf::get_number(rj, "speedup", p);
+      if (jf::has(rj, "efficiency")) run.efficiency = jf::get_number(rj, "efficiency", p);
+      run.parameter_count = jf::get_int(rj, "parameterCount", p);
+      run.ddp_bucket_count = static_cast<int>(jf::get_int(rj, "ddpBucketCount", p));
+      run.max_peak_memory_bytes = jf::get_int(rj, "maxPeakMemoryBytes", p);
+      const auto& ranks = jf::get_array(rj, "ranks", p);
+      for (std::size_t k = 0; k < ranks.size(); ++k) {
+        const std::string rp = p + ".ranks[" + std::to_string(k) + "]";
+        jf::require_object(ranks[k], rp);
+        RankReport rk;
+        rk.rank = static_cast<int>(jf::get_int(ranks[k], "rank", rp));
+        rk.node_rank = static_cast<int>(jf::get_int(ranks[k], "nodeRank", rp));
+        rk.local_rank = static_cast<int>(jf::get_int(ranks[k], "localRank", rp));
+        rk.sec_per_iter = pct_from_json(jf::member(ranks[k], "secPerIter", rp), rp + ".secPerIter");
+        rk.peak_memory_bytes = jf::get_int(ranks[k], "peakMemoryBytes", rp);
+        run.ranks.push_back(rk);
+      }
+    } else if (run.phase == "Failed") {
+      run.error = jf::get_string(rj, "error", p);
+    } else {
+      throw std::runtime_error(p + ".phase: must be \"Succeeded\" or \"Failed\", got \"" + run.phase + "\"");
+    }
+    r.runs.push_back(std::move(run));
+  }
+  return r;
+}
+
+Report load_report(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot read the report file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw std::runtime_error(path + ": not valid JSON (" + std::string(e.what()) + ")");
+  }
+  try {
+    return report_from_json(j);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path + ": " + e.what());
+  }
+}
+
+}  // namespace trainbench

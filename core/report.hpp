@@ -1,0 +1,83 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/run_config.hpp"
+#include "core/run_result.hpp"
+#include "core/spec.hpp"
+#include "core/stats.hpp"
+
+namespace trainbench {
+
+inline constexpr int kReportSchemaVersion = 1;
+
+struct RankReport {
+  int rank = 0;
+  int node_rank = 0;
+  int local_rank = 0;
+  Percentiles sec_per_iter;     ///< over this rank's measured steps, median over repeats
+  std::int64_t peak_memory_bytes = 0;
+};
+
+/// One configuration (sweep entry) of the report.
+struct RunReport {
+  int index = 0;
+  std::string label;            ///< "no ddp", "1M/2G"
+  std::string devices_label;    ///< "2 CPUs"
+  int nodes = 1;
+  int devices_per_node = 1;
+  int world_size = 1;
+  std::string paradigm;
+  double bucket_cap_mb = 0;
+  std::string phase = "Succeeded";  ///< Succeeded | Failed
+  std::string error;                ///< why it failed
+  Percentiles sec_per_iter;         ///< all ranks pooled, median over repeats
+  Percentiles examples_per_sec;     ///< global batch / sec_per_iter
+  std::vector<Percentiles> repeats; ///< all-rank sec/iter of each repeat
+  std::optional<double> speedup;    ///< p50 throughput / baseline p50 throughput
+  std::optional<double> efficiency; ///< speedup / world_size
+  std::int64_t parameter_count = 0;
+  int ddp_bucket_count = 0;
+  std::int64_t max_peak_memory_bytes = 0;
+  std::vector<RankReport> ranks;
+};
+
+struct Report {
+  int schema_version = kReportSchemaVersion;
+  std::string job_name;
+  std::string job_namespace;
+  std::string model;
+  int batch_size_per_device = 0;
+  std::string precision;
+  int warmup_steps = 0;
+  int measure_steps = 0;
+  int repeats = 0;
+  double bucket_cap_mb = 0;
+  std::string gradient_compression;
+  EnvironmentInfo environment;
+  std::optional<int> baseline_run;  ///< index of the run speedup is measured against
+  std::vector<RunReport> runs;
+};
+
+/// Builds the report of a job from its planned runs and, for each, either the workers' result
+/// or the error that failed it. `results[i]` belongs to `runs[i]`.
+struct RunOutcome {
+  std::optional<RunResult> result;
+  std::string error;  ///< set when the run failed
+};
+Report build_report(const BenchmarkJob& job, const std::vector<RunConfig>& runs,
+                    const std::vector<RunOutcome>& outcomes);
+
+nlohmann::json to_json(const Report& r);
+/// Reads a report; throws std::runtime_error naming the bad field ("runs[0].secPerIter.p50:
+/// must be a number") or an unsupported schemaVersion.
+Report report_from_json(const nlohmann::json& j);
+/// Reads a report file; errors name the file.
+Report load_report(const std::string& path);
+
+}  // namespace trainbench

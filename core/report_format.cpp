@@ -1,0 +1,205 @@
+#include "core/report_format.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+namespace trainbench {
+namespace {
+
+std::string printf_str(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+std::string fmt_sec(double v) { return printf_str(v < 0.01 ? "%.4fs" : "%.3fs", v); }
+
+std::string fmt_rate(double v) {
+  if (v >= 100) return printf_str("%.0f/s", v);
+  if (v >= 10) return printf_str("%.1f/s", v);
+  return printf_str("%.2f/s", v);
+}
+
+std::string fmt_bytes(std::int64_t b) {
+  const double mib = static_cast<double>(b) / (1024.0 * 1024.0);
+  if (mib >= 1024) return printf_str("%.2f GiB", mib / 1024.0);
+  return printf_str("%.1f MiB", mib);
+}
+
+std::string pad_left(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
+std::string pad_right(const std::string& s, std::size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
+
+std::string first_line(const std::string& s) {
+  const auto nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+std::string row_name(const RunReport& r) { return r.devices_label + " -- " + r.label + ":"; }
+
+std::size_t name_width(const std::vector<const RunReport*>& runs) {
+  std::size_t w = 0;
+  for (const auto* r : runs) w = std::max(w, row_name(*r).size());
+  return w;
+}
+
+std::string dash_line(std::size_t n) { return std::string(n, '-'); }
+
+void benchmark_title(std::ostringstream& os, const Report& r) {
+  os << "Benchmark: " << r.model << " with batch size " << r.batch_size_per_device << "\n";
+}
+
+}  // namespace
+
+std::string format_report(const Report& report) {
+  std::ostringstream os;
+  const std::string title = "trainbench distributed benchmark suite";
+  os << dash_line(title.size()) << "\n" << title << "\n" << dash_line(title.size()) << "\n\n";
+  const EnvironmentInfo& e = report.environment;
+  os << "* trainbench version: " << (e.trainbench_version.empty() ? "unknown" : e.trainbench_version) << "\n";
+  os << "* libtorch version: " << (e.libtorch_version.empty() ? "unknown" : e.libtorch_version) << "\n";
+  os << "* CUDA version: " << (e.cuda_version.empty() ? "none" : e.cuda_version) << "\n";
+  os << "* Distributed backend: " << (e.backend.empty() ? "unknown" : e.backend) << "\n";
+  os << "* Device: " << (e.device.empty() ? "unknown" : e.device);
+  if (!e.device_name.empty()) os << " (" << e.device_name << ")";
+  os << "\n";
+  os << "* Threads per process: " << e.threads_per_process << "\n";
+  os << "* BLAS: " << (e.blas.empty() ? "unknown" : e.blas) << "\n";
+  if (!e.hostname.empty()) os << "* Host: " << e.hostname << "\n";
+  os << "\n";
+  benchmark_title(os, report);
+  os << "(" << report.precision << "; " << report.warmup_steps << " warm-up steps, then " << report.repeats << " x "
+     << report.measure_steps << " measured steps, median of the repeats; ex/sec counts all devices)\n\n";
+
+  std::vector<const RunReport*> runs;
+  for (const auto& r : report.runs) runs.push_back(&r);
+  const std::size_t w = name_width(runs);
+  const std::string cell_head = "      sec/iter     ex/sec";
+  os << pad_right("", w) << "  " << cell_head << cell_head << cell_head << cell_head << "   speedup  efficiency\n";
+  for (const auto* r : runs) {
+    os << pad_left(row_name(*r), w);
+    if (r->phase != "Succeeded") {
+      os << "  FAILED: " << first_line(r->error) << "\n";
+      continue;
+    }
+    const double sec[4] = {r->sec_per_iter.p50, r->sec_per_iter.p75, r->sec_per_iter.p90, r->sec_per_iter.p95};
+    const double ex[4] = {r->examples_per_sec.p50, r->examples_per_sec.p75, r->examples_per_sec.p90,
+                          r->examples_per_sec.p95};
+    const char* names[4] = {"p50:", "p75:", "p90:", "p95:"};
+    for (int i = 0; i < 4; ++i) {
+      os << "  " << names[i] << pad_left(fmt_sec(sec[i]), 10) << pad_left(fmt_rate(ex[i]), 11);
+    }
+    os << pad_left(r->speedup ? printf_str("%.2fx", *r->speedup) : "-", 10)
+       << pad_left(r->efficiency ? printf_str("%.1f%%", *r->efficiency * 100.0) : "-", 12) << "\n";
+  }
+  if (report.baseline_run) {
+    const auto& b = report.runs[static_cast<std::size_t>(*report.baseline_run)];
+    os << "\nspeedup = p50 ex/sec / p50 ex/sec of \"" << b.devices_label << " -- " << b.label
+       << "\"; efficiency = speedup / devices\n";
+  } else {
+    os << "\nno single-device run succeeded: speedup and efficiency are not computed\n";
+  }
+
+  os << "\nPer rank (sec/iter, median of repeats; peak memory):\n\n";
+  for (const auto* r : runs) {
+    if (r->phase != "Succeeded") continue;
+    for (const auto& rk : r->ranks) {
+      os << pad_left(row_name(*r), w) << "  rank " << pad_left(std::to_string(rk.rank), 3) << " (node "
+         << rk.node_rank << ", local " << rk.local_rank << "):";
+      os << "  p50: " << fmt_sec(rk.sec_per_iter.p50) << "  p75: " << fmt_sec(rk.sec_per_iter.p75)
+         << "  p90: " << fmt_sec(rk.sec_per_iter.p90) << "  p95: " << fmt_sec(rk.sec_per_iter.p95)
+         << "  peak " << fmt_bytes(rk.peak_memory_bytes) << "\n";
+    }
+  }
+  return os.str();
+}
+
+std::string format_diff(const Report& base, const Report& test) {
+  std::ostringstream os;
+  auto num = [](double v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+  };
+  const std::vector<std::pair<std::string, std::pair<std::string, std::string>>> rows = {
+      {"backend", {base.environment.backend, test.environment.backend}},
+      {"batch_size_per_device",
+       {std::to_string(base.batch_size_per_device), std::to_string(test.batch_size_per_device)}},
+      {"blas", {base.environment.blas, test.environment.blas}},
+      {"bucket_cap_mb", {num(base.bucket_cap_mb), num(test.bucket_cap_mb)}},
+      {"cuda_version", {base.environment.cuda_version, test.environment.cuda_version}},
+      {"device", {base.environment.device, test.environment.device}},
+      {"gradient_compression", {base.gradient_compression, test.gradient_compression}},
+      {"libtorch_version", {base.environment.libtorch_version, test.environment.libtorch_version}},
+      {"measure_steps", {std::to_string(base.measure_steps), std::to_string(test.measure_steps)}},
+      {"model", {base.model, test.model}},
+      {"precision", {base.precision, test.precision}},
+      {"repeats", {std::to_string(base.repeats), std::to_string(test.repeats)}},
+      {"threads_per_process",
+       {std::to_string(base.environment.threads_per_process), std::to_string(test.environment.threads_per_process)}},
+      {"trainbench_version", {base.environment.trainbench_version, test.environment.trainbench_version}},
+  };
+  std::size_t kw = 0, vw = std::string("baseline").size();
+  for (const auto& r : rows) {
+    kw = std::max(kw, r.first.size() + 1);
+    vw = std::max(vw, r.second.first.empty() ? 1 : r.second.first.size());
+  }
+  auto show = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
+  os << pad_right("", kw) << "  " << pad_right("baseline", vw) << "    test\n";
+  os << pad_right("", kw) << "  " << pad_right("--------", vw) << "    ----\n";
+  for (const auto& r : rows) {
+    os << pad_right(r.first + ":", kw) << "  " << pad_right(show(r.second.first), vw) << " vs " << show(r.second.second)
+       << "\n";
+  }
+  os << "\n";
+  benchmark_title(os, base);
+  if (test.model != base.model || test.batch_size_per_device != base.batch_size_per_device) {
+    os << "(test: " << test.model << " with batch size " << test.batch_size_per_device << ")\n";
+  }
+  os << "\n";
+
+  // Configurations in baseline order, then those only in test.
+  std::vector<std::pair<const RunReport*, const RunReport*>> pairs;
+  std::map<std::string, const RunReport*> test_by_name;
+  for (const auto& r : test.runs) test_by_name.emplace(row_name(r), &r);
+  std::vector<std::string> seen;
+  for (const auto& r : base.runs) {
+    auto it = test_by_name.find(row_name(r));
+    pairs.emplace_back(&r, it == test_by_name.end() ? nullptr : it->second);
+    seen.push_back(row_name(r));
+  }
+  for (const auto& r : test.runs) {
+    if (std::find(seen.begin(), seen.end(), row_name(r)) == seen.end()) pairs.emplace_back(nullptr, &r);
+  }
+  std::size_t w = 0;
+  for (const auto& p : pairs) w = std::max(w, row_name(p.first ? *p.first : *p.second).size());
+  const std::string cell_head = "      sec/iter     ex/sec     diff";
+  os << pad_right("", w) << "  " << cell_head << cell_head << "\n";
+  for (const auto& [b, t] : pairs) {
+    os << pad_left(row_name(b ? *b : *t), w);
+    if (!b) {
+      os << "  only in test\n";
+      continue;
+    }
+    if (!t) {
+      os << "  only in baseline\n";
+      continue;
+    }
+    if (b->phase != "Succeeded" || t->phase != "Succeeded") {
+      os << "  " << (b->phase != "Succeeded" ? "failed in baseline" : "") << (b->phase != "Succeeded" && t->phase != "Succeeded" ? ", " : "")
+         << (t->phase != "Succeeded" ? "failed in test" : "") << "\n";
+      continue;
+    }
+    auto cell = [](const char* name, double sec, double ex, double base_ex) {
+      std::string d = base_ex > 0 ? printf_str("%+.1f%%", (ex - base_ex) / base_ex * 100.0) : std::string("n/a");
+      return std::string("  ") + name + pad_left(fmt_sec(sec), 10) + pad_left(fmt_rate(ex), 11) + pad_left(d, 9);
+    };
+    os << cell("p75:", t->sec_per_iter.p75, t->examples_per_sec.p75, b->examples_per_sec.p75)
+       << cell("p95:", t->sec_per_iter.p95, t->examples_per_sec.p95, b->examples_per_sec.p95) << "\n";
+  }
+  os << "\nsec/iter and ex/sec are the test's; diff is the change of ex/sec from baseline to test\n";
+  return os.str();
+}
+
+}  // namespace trainbench

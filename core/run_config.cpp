@@ -1,0 +1,158 @@
+#include "core/run_config.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "core/json_fields.hpp"
+
+namespace trainbench {
+
+namespace jf = json_fields;
+
+std::string RunConfig::label() const {
+  if (paradigm == "none") return "no ddp";
+  return std::to_string(nodes) + "M/" + std::to_string(devices_per_node) + "G";
+}
+
+std::string RunConfig::devices_label() const {
+  return std::to_string(world_size()) + (device == "cuda" ? " GPUs" : " CPUs");
+}
+
+nlohmann::json to_json(const RunConfig& c) {
+  return {
+      {"jobName", c.job_name},
+      {"jobNamespace", c.job_namespace},
+      {"index", c.index},
+      {"nodes", c.nodes},
+      {"devicesPerNode", c.devices_per_node},
+      {"paradigm", c.paradigm},
+      {"model", c.model},
+      {"batchSizePerDevice", c.batch_size_per_device},
+      {"precision", c.precision},
+      {"warmupSteps", c.warmup_steps},
+      {"measureSteps", c.measure_steps},
+      {"repeats", c.repeats},
+      {"seed", c.seed},
+      {"learningRate", c.learning_rate},
+      {"threadsPerProcess", c.threads_per_process},
+      {"imageSize", c.image_size},
+      {"mlp", {{"inputSize", c.mlp.input_size}, {"hiddenSizes", c.mlp.hidden_sizes}, {"numClasses", c.mlp.num_classes}}},
+      {"ddp",
+       {{"bucketCapMB", c.ddp.bucket_cap_mb},
+        {"gradientCompression", c.ddp.gradient_compression},
+        {"broadcastBuffers", c.ddp.broadcast_buffers}}},
+      {"device", c.device},
+      {"backend", c.backend},
+      {"collectiveTimeoutSeconds", c.collective_timeout_seconds},
+  };
+}
+
+RunConfig run_config_from_json(const nlohmann::json& j) {
+  const std::string p;  // root
+  jf::require_object(j, "runConfig");
+  RunConfig c;
+  c.job_name = jf::get_string(j, "jobName", p);
+  c.job_namespace = jf::get_string(j, "jobNamespace", p);
+  c.index = static_cast<int>(jf::get_int(j, "index", p));
+  c.nodes = static_cast<int>(jf::get_int(j, "nodes", p));
+  c.devices_per_node = static_cast<int>(jf::get_int(j, "devicesPerNode", p));
+  c.paradigm = jf::get_string(j, "paradigm", p);
+  c.model = jf::get_string(j, "model", p);
+  c.batch_size_per_device = static_cast<int>(jf::get_int(j, "batchSizePerDevice", p));
+  c.precision = jf::get_string(j, "precision", p);
+  c.warmup_steps = static_cast<int>(jf::get_int(j, "warmupSteps", p));
+  c.measure_steps = static_cast<int>(jf::get_int(j, "measureSteps", p));
+  c.repeats = static_cast<int>(jf::get_int(j, "repeats", p));
+  const std::int64_t seed = jf::get_int(j, "seed", p);
+  if (seed < 0) throw std::runtime_error("seed: must be >= 0");
+  c.seed = static_cast<std::uint64_t>(seed);
+  c.learning_rate = jf::get_number(j, "learningRate", p);
+  c.threads_per_process = static_cast<int>(jf::get_int(j, "threadsPerProcess", p));
+  c.image_size = static_cast<int>(jf::get_int(j, "imageSize", p));
+  const auto& mlp = jf::get_object(j, "mlp", p);
+  c.mlp.input_size = static_cast<int>(jf::get_int(mlp, "inputSize", "mlp"));
+  c.mlp.num_classes = static_cast<int>(jf::get_int(mlp, "numClasses", "mlp"));
+  c.mlp.hidden_sizes.clear();
+  const auto& hidden = jf::get_array(mlp, "hiddenSizes", "mlp");
+  for (std::size_t i = 0; i < hidden.size(); ++i) {
+    if (!hidden[i].is_number_integer()) {
+      throw std::runtime_error("mlp.hiddenSizes[" + std::to_string(i) + "]: must be an integer");
+    }
+    c.mlp.hidden_sizes.push_back(hidden[i].get<int>());
+  }
+  const auto& ddp = jf::get_object(j, "ddp", p);
+  c.ddp.bucket_cap_mb = jf::get_number(ddp, "bucketCapMB", "ddp");
+  c.ddp.gradient_compression = jf::get_string(ddp, "gradientCompression", "ddp");
+  c.ddp.broadcast_buffers = jf::get_bool(ddp, "broadcastBuffers", "ddp");
+  c.device = jf::get_string(j, "device", p);
+  c.backend = jf::get_string(j, "backend", p);
+  c.collective_timeout_seconds = static_cast<int>(jf::get_int(j, "collectiveTimeoutSeconds", p));
+  if (c.nodes < 1 || c.devices_per_node < 1) throw std::runtime_error("nodes/devicesPerNode: must be >= 1");
+  if (c.threads_per_process < 1) throw std::runtime_error("threadsPerProcess: must be >= 1");
+  if (c.measure_steps < 1 || c.repeats < 1 || c.warmup_steps < 0) {
+    throw std::runtime_error("warmupSteps/measureSteps/repeats: out of range");
+  }
+  return c;
+}
+
+std::vector<RunConfig> plan_runs(const BenchmarkJob& job, int cores) {
+  const BenchmarkSpec& b = job.benchmark;
+  std::vector<RunConfig> runs;
+  for (std::size_t i = 0; i < job.sweep.size(); ++i) {
+    const SweepEntry& e = job.sweep[i];
+    RunConfig c;
+    c.job_name = job.metadata.name;
+    c.job_namespace = job.metadata.namespace_;
+    c.index = static_cast<int>(i);
+    c.nodes = e.nodes;
+    c.devices_per_node = e.devices_per_node;
+    c.paradigm = e.paradigm.value_or(b.paradigm);
+    c.model = b.model;
+    c.batch_size_per_device = b.batch_size_per_device;
+    c.precision = b.precision;
+    c.warmup_steps = b.warmup_steps;
+    c.measure_steps = b.measure_steps;
+    c.repeats = b.repeats;
+    c.seed = b.seed;
+    c.learning_rate = b.learning_rate;
+    c.threads_per_process =
+        b.threads_per_process > 0 ? b.threads_per_process : std::max(1, std::max(cores, 1) / e.devices_per_node);
+    c.image_size = b.image_size;
+    c.mlp = b.mlp;
+    c.ddp = b.ddp;
+    if (e.bucket_cap_mb) c.ddp.bucket_cap_mb = *e.bucket_cap_mb;
+    c.device = job.device;
+    c.backend = job.backend.empty() ? (job.device == "cuda" ? "nccl" : "gloo") : job.backend;
+    c.collective_timeout_seconds = job.run_policy.collective_timeout_seconds;
+    runs.push_back(c);
+  }
+  return runs;
+}
+
+std::vector<RankPlacement> placements(const RunConfig& run) {
+  std::vector<RankPlacement> out;
+  for (int node = 0; node < run.nodes; ++node) {
+    for (int local = 0; local < run.devices_per_node; ++local) {
+      out.push_back({node, local, node * run.devices_per_node + local});
+    }
+  }
+  return out;
+}
+
+std::map<std::string, std::string> rank_environment(const RunConfig& run, const RankPlacement& p,
+                                                    const std::string& master_addr, int master_port) {
+  return {
+      {"MASTER_ADDR", master_addr},
+      {"MASTER_PORT", std::to_string(master_port)},
+      {"WORLD_SIZE", std::to_string(run.world_size())},
+      {"RANK", std::to_string(p.rank)},
+      {"LOCAL_RANK", std::to_string(p.local_rank)},
+      {"LOCAL_WORLD_SIZE", std::to_string(run.devices_per_node)},
+      {"NODE_RANK", std::to_string(p.node_rank)},
+      {"GROUP_RANK", std::to_string(p.node_rank)},
+      {"OMP_NUM_THREADS", std::to_string(run.threads_per_process)},
+      {"TRAINBENCH_RUN_CONFIG", to_json(run).dump()},
+  };
+}
+
+}  // namespace trainbench

@@ -1,0 +1,93 @@
+#include "core/run_result.hpp"
+
+#include <stdexcept>
+
+#include "core/json_fields.hpp"
+
+namespace trainbench {
+
+namespace jf = json_fields;
+
+nlohmann::json to_json(const EnvironmentInfo& e) {
+  return {
+      {"trainbenchVersion", e.trainbench_version}, {"libtorchVersion", e.libtorch_version},
+      {"cudaVersion", e.cuda_version},             {"backend", e.backend},
+      {"device", e.device},                        {"deviceName", e.device_name},
+      {"blas", e.blas},                            {"hostname", e.hostname},
+      {"threadsPerProcess", e.threads_per_process},
+  };
+}
+
+EnvironmentInfo environment_from_json(const nlohmann::json& j) {
+  const std::string p = "environment";
+  jf::require_object(j, p);
+  EnvironmentInfo e;
+  e.trainbench_version = jf::get_string(j, "trainbenchVersion", p);
+  e.libtorch_version = jf::get_string(j, "libtorchVersion", p);
+  e.cuda_version = jf::get_string(j, "cudaVersion", p);
+  e.backend = jf::get_string(j, "backend", p);
+  e.device = jf::get_string(j, "device", p);
+  e.device_name = jf::get_string(j, "deviceName", p);
+  e.blas = jf::get_string(j, "blas", p);
+  e.hostname = jf::get_string(j, "hostname", p);
+  e.threads_per_process = static_cast<int>(jf::get_int(j, "threadsPerProcess", p));
+  return e;
+}
+
+nlohmann::json to_json(const RunResult& r) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const auto& rk : r.ranks) {
+    ranks.push_back({{"rank", rk.rank},
+                     {"nodeRank", rk.node_rank},
+                     {"localRank", rk.local_rank},
+                     {"stepSeconds", rk.step_seconds},
+                     {"peakMemoryBytes", rk.peak_memory_bytes},
+                     {"finalLoss", rk.final_loss}});
+  }
+  return {{"runIndex", r.run_index},         {"worldSize", r.world_size},
+          {"parameterCount", r.parameter_count}, {"ddpBucketCount", r.ddp_bucket_count},
+          {"environment", to_json(r.environment)}, {"ranks", ranks}};
+}
+
+RunResult run_result_from_json(const nlohmann::json& j) {
+  jf::require_object(j, "");
+  RunResult r;
+  r.run_index = static_cast<int>(jf::get_int(j, "runIndex", ""));
+  r.world_size = static_cast<int>(jf::get_int(j, "worldSize", ""));
+  r.parameter_count = jf::get_int(j, "parameterCount", "");
+  r.ddp_bucket_count = static_cast<int>(jf::get_int(j, "ddpBucketCount", ""));
+  r.environment = environment_from_json(jf::get_object(j, "environment", ""));
+  const auto& ranks = jf::get_array(j, "ranks", "");
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const std::string p = "ranks[" + std::to_string(i) + "]";
+    const auto& rj = ranks[i];
+    jf::require_object(rj, p);
+    RankResult rk;
+    rk.rank = static_cast<int>(jf::get_int(rj, "rank", p));
+    rk.node_rank = static_cast<int>(jf::get_int(rj, "nodeRank", p));
+    rk.local_rank = static_cast<int>(jf::get_int(rj, "localRank", p));
+    rk.peak_memory_bytes = jf::get_int(rj, "peakMemoryBytes", p);
+    rk.final_loss = jf::get_number(rj, "finalLoss", p);
+    const auto& reps = jf::get_array(rj, "stepSeconds", p);
+    for (std::size_t r_i = 0; r_i < reps.size(); ++r_i) {
+      const std::string rp = p + ".stepSeconds[" + std::to_string(r_i) + "]";
+      if (!reps[r_i].is_array() || reps[r_i].empty()) throw std::runtime_error(rp + ": must be a non-empty array");
+      std::vector<double> steps;
+      for (std::size_t s = 0; s < reps[r_i].size(); ++s) {
+        const double v = jf::as_number(reps[r_i][s], rp + "[" + std::to_string(s) + "]");
+        if (v < 0) throw std::runtime_error(rp + "[" + std::to_string(s) + "]: must be >= 0");
+        steps.push_back(v);
+      }
+      rk.step_seconds.push_back(std::move(steps));
+    }
+    if (rk.step_seconds.empty()) throw std::runtime_error(p + ".stepSeconds: must not be empty");
+    r.ranks.push_back(std::move(rk));
+  }
+  if (static_cast<int>(r.ranks.size()) != r.world_size) {
+    throw std::runtime_error("ranks: expected " + std::to_string(r.world_size) + " entries (worldSize), got " +
+                             std::to_string(r.ranks.size()));
+  }
+  return r;
+}
+
+}  // namespace trainbench

@@ -1,0 +1,51 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace trainbench {
+
+/// Facts about the software and machine a run measured, written by rank 0.
+struct EnvironmentInfo {
+  std::string trainbench_version;
+  std::string libtorch_version;
+  std::string cuda_version;   ///< empty on CPU-only builds
+  std::string backend;        ///< gloo | nccl
+  std::string device;         ///< cpu | cuda
+  std::string device_name;    ///< CPU model or GPU name
+  std::string blas;           ///< the BLAS library actually loaded (path)
+  std::string hostname;
+  int threads_per_process = 1;
+};
+
+/// One rank's measurements. step_seconds[r][s] = duration of measured step s in repeat r.
+struct RankResult {
+  int rank = 0;
+  int node_rank = 0;
+  int local_rank = 0;
+  std::vector<std::vector<double>> step_seconds;
+  std::int64_t peak_memory_bytes = 0;  ///< host peak RSS on CPU, allocator peak on CUDA
+  double final_loss = 0.0;
+};
+
+/// What the workers of one run produce (rank 0 gathers it from every rank and writes it as
+/// JSON to TRAINBENCH_RESULT_FILE).
+struct RunResult {
+  int run_index = 0;
+  int world_size = 1;
+  std::int64_t parameter_count = 0;
+  int ddp_bucket_count = 0;     ///< 0 for paradigm none
+  EnvironmentInfo environment;
+  std::vector<RankResult> ranks;  ///< ordered by rank
+};
+
+nlohmann::json to_json(const EnvironmentInfo& e);
+nlohmann::json to_json(const RunResult& r);
+EnvironmentInfo environment_from_json(const nlohmann::json& j);
+/// Throws std::runtime_error naming the first bad field (e.g. "ranks[1].stepSeconds[0][3]").
+RunResult run_result_from_json(const nlohmann::json& j);
+
+}  // namespace trainbench

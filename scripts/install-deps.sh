@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 (bookworm) packages trainbench builds and tests with.
+# Idempotent: packages already present are skipped by apt; safe to run again.
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+
+PKGS=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libtorch-dev libgloo-dev          # libtorch 1.13 CPU + c10d's gloo headers
+  libyaml-cpp-dev nlohmann-json3-dev
+  libcpprest-dev libssl-dev prometheus-cpp-dev
+  libopenblas0-pthread              # optimized BLAS (reference BLAS is ~5x slower)
+  libgtest-dev libgmock-dev
+  procps                            # pgrep/ps, used by the process-leak tests
+)
+# Optional extras: PyTorch's Python DDP for the side-by-side benchmarks.
+if [ "${TRAINBENCH_WITH_PYTHON:-0}" = "1" ]; then PKGS+=(python3-torch); fi
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all packages present"
+fi
+
+# Select OpenBLAS as libblas.so.3 (Debian's libtorch uses whatever it points to).
+arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
+cand="/usr/lib/${arch}/openblas-pthread/libblas.so.3"
+if [ -e "$cand" ]; then
+  cur=$(update-alternatives --query "libblas.so.3-${arch}" 2>/dev/null | awk '/^Value:/{print $2}')
+  if [ "$cur" != "$cand" ]; then
+    $SUDO update-alternatives --set "libblas.so.3-${arch}" "$cand"
+  fi
+  cand_l="/usr/lib/${arch}/openblas-pthread/liblapack.so.3"
+  if [ -e "$cand_l" ]; then
+    $SUDO update-alternatives --set "liblapack.so.3-${arch}" "$cand_l" >/dev/null 2>&1 || true
+  fi
+  echo "install-deps: BLAS -> $(readlink -f /usr/lib/${arch}/libblas.so.3)"
+fi
