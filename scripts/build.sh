@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Configures and builds trainbench into build/ (RelWithDebInfo, Ninja, ccache when present).
+# Usage: scripts/build.sh [extra cmake args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+jobs=$(nproc 2>/dev/null || echo 2)
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" "$@" >/dev/null
+cmake --build "$BUILD_DIR" -j"$jobs"
+ln -sf "$BUILD_DIR/compile_commands.json" compile_commands.json 2>/dev/null || true
