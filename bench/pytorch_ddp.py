@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""PyTorch's own DDP (Python, torch.nn.parallel.DistributedDataParallel) on the same shapes as
+trainbench's worker, for the side-by-side numbers in docs/performance.md.
+
+Same protocol as trainbench: synthetic data made once per rank, SGD (momentum 0.9), cross-entropy,
+warm-up steps excluded, each step timed to completion, percentiles over all ranks' steps
+(numpy's linear method), median over repeats. Ranks are spawned with torch.multiprocessing on
+127.0.0.1 with gloo (torchrun on Python 3.11 is broken here, see shared notes).
+
+Usage: /usr/bin/python3 bench/pytorch_ddp.py --model mlp --world-size 2 --threads 1 --batch 32
+"""
+import argparse
+import json
+import os
+import socket
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+
+
+def make_model(args):
+    if args.model == "mlp":
+        sizes = [args.mlp_input] + args.mlp_hidden + [args.mlp_classes]
+        layers = []
+        for i in range(len(sizes) - 1):
+            layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+            if i + 2 < len(sizes):
+                layers.append(nn.ReLU())
+        return nn.Sequential(*layers)
+    import torchvision.models as tvm
+    return getattr(tvm, args.model)()
+
+
+def make_batch(args, rank):
+    g = torch.Generator().manual_seed(args.seed * 1000003 + rank)
+    if args.model == "mlp":
+        x = torch.randn(args.batch, args.mlp_input, generator=g)
+        classes = args.mlp_classes
+    else:
+        x = torch.randn(args.batch, 3, args.image_size, args.image_size, generator=g)
+        classes = 1000
+    y = torch.randint(0, classes, (args.batch,), generator=g)
+    return x, y
+
+
+def worker(rank, args, port):
+    torch.set_num_threads(args.threads)
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    torch.manual_seed(args.seed)
+    model = make_model(args)
+    if args.ddp:
+        dist.init_process_group("gloo", rank=rank, world_size=args.world_size)
+        model = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    x, y = make_batch(args, rank)
+
+    def step():
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return time.perf_counter() - t0
+
+    for _ in range(args.warmup):
+        step()
+    times = [[step() for _ in range(args.steps)] for _ in range(args.repeats)]
+    if args.ddp:
+        gathered = [None] * args.world_size
+        dist.all_gather_object(gathered, times)
+        dist.destroy_process_group()
+    else:
+        gathered = [times]
+    if rank == 0:
+        per_repeat = []
+        for r in range(args.repeats):
+            pooled = np.concatenate([np.array(g[r]) for g in gathered])
+            per_repeat.append(np.percentile(pooled, [50, 75, 90, 95]))
+        med = np.median(np.array(per_repeat), axis=0)
+        out = {"impl": "pytorch-python-ddp" if args.ddp else "pytorch-python-noddp", "model": args.model,
+               "worldSize": args.world_size, "batch": args.batch, "threads": args.threads,
+               "secPerIter": dict(zip(["p50", "p75", "p90", "p95"], [float(v) for v in med]))}
+        print(json.dumps(out))
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", default="mlp")
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--world-size", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-ddp", dest="ddp", action="store_false")
+    p.add_argument("--bucket-cap-mb", type=float, default=25.0)
+    p.add_argument("--image-size", type=int, default=224)
+    p.add_argument("--mlp-input", type=int, default=1024)
+    p.add_argument("--mlp-hidden", type=int, nargs="*", default=[4096, 4096])
+    p.add_argument("--mlp-classes", type=int, default=1000)
+    args = p.parse_args()
+    if not args.ddp and args.world_size != 1:
+        p.error("--no-ddp runs one process")
+    mp.spawn(worker, args=(args, free_port()), nprocs=args.world_size, join=True)
+
+
+if __name__ == "__main__":
+    main()
