@@ -17,7 +17,7 @@ PKGS=(
   procps                            # pgrep/ps, used by the process-leak tests
 )
 # Optional extras: PyTorch's Python DDP for the side-by-side benchmarks.
-if [ "${TRAINBENCH_WITH_PYTHON:-0}" = "1" ]; then PKGS+=(python3-torch); fi
+if [ "${TRAINBENCH_WITH_PYTHON:-0}" = "1" ]; then PKGS+=(python3-torch python3-torchvision); fi
 
 missing=()
 for p in "${PKGS[@]}"; do
