@@ -14,5 +14,6 @@ echo "== tests =="
 (cd build && ctest --output-on-failure --timeout 600 -j1)
 
 echo "== core tests under AddressSanitizer + UBSan =="
-BUILD_DIR=build-asan BUILD_TYPE=Debug bash scripts/build.sh -DTRAINBENCH_BUILD_WORKER=OFF -DTRAINBENCH_SANITIZE=ON
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTRAINBENCH_BUILD_WORKER=OFF -DTRAINBENCH_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$jobs" --target core_tests
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -L core -j"$jobs")
