@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <regex>
@@ -435,6 +436,10 @@ BenchmarkJob parse_benchmark_job(const std::string& yaml_text) {
 }
 
 BenchmarkJob load_benchmark_job(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw SpecError({{"<file>", "cannot read " + quote(path) + ": not a regular file"}});
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw SpecError({{"<file>", "cannot read " + quote(path)}});
   std::ostringstream ss;

@@ -187,3 +187,16 @@ TEST(Spec, MissingFileIsAClearError) {
 
 }  // namespace
 }  // namespace trainbench
+
+namespace trainbench {
+namespace {
+TEST(Spec, DirectoryIsNotASpec) {
+  try {
+    load_benchmark_job("/");
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+  }
+}
+}  // namespace
+}  // namespace trainbench

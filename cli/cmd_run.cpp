@@ -1,0 +1,253 @@
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "cli/args.hpp"
+#include "cli/commands.hpp"
+#include "cli/interrupt.hpp"
+#include "cli/local_executor.hpp"
+#include "cli/progress.hpp"
+#include "core/report.hpp"
+#include "core/report_format.hpp"
+#include "core/run_config.hpp"
+#include "core/spec.hpp"
+#include "core/stats.hpp"
+
+namespace trainbench::cli {
+namespace fs = std::filesystem;
+
+const char* const kRunUsage =
+    "usage: trainbench run JOB.yaml [--json OUT.json] [--keep-logs DIR]\n"
+    "\n"
+    "Runs every sweep entry of a BenchmarkJob, in order, as local trainbench-worker processes\n"
+    "(one per rank, torchrun-style environment) and prints the report to stdout; progress goes\n"
+    "to stderr.\n"
+    "\n"
+    "options:\n"
+    "  --json OUT.json    also write the report as JSON (for `trainbench diff`)\n"
+    "  --keep-logs DIR    keep every run's directory (rank-R.log, result.json) under DIR;\n"
+    "                     by default they go to a temporary directory that is removed unless\n"
+    "                     a run fails\n"
+    "\n"
+    "environment:\n"
+    "  TRAINBENCH_WORKER  the worker executable (default: trainbench-worker next to trainbench)\n"
+    "\n"
+    "exit codes: 0 all runs succeeded, 1 error, 2 usage error or invalid job,\n"
+    "            3 one or more runs failed (the report marks them), 130/143 interrupted\n";
+
+namespace {
+
+std::string format_seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", s);
+  return buf;
+}
+
+/// The pooled median step time of a result, for the progress line's last word.
+std::string median_status(const RunResult& r) {
+  std::vector<double> all;
+  for (const auto& rank : r.ranks) {
+    for (const auto& rep : rank.step_seconds) all.insert(all.end(), rep.begin(), rep.end());
+  }
+  if (all.empty()) return "";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, " | p50 %.4g s/iter", median(all));
+  return buf;
+}
+
+/// Fails early (before an hour of benchmarking) when OUT cannot be written; "" if it can.
+std::string check_writable(const std::string& path) {
+  const std::string probe = path + ".trainbench-probe";
+  {
+    std::ofstream f(probe);
+    if (!f) return "--json " + path + ": cannot write there (" + std::strerror(errno) + ")";
+  }
+  std::remove(probe.c_str());
+  return "";
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
+    f << text;
+    f.flush();
+    if (!f) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
+  }
+}
+
+std::string make_temp_base(const std::string& job_name) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string templ = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/trainbench-" + job_name + "-XXXXXX";
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  if (::mkdtemp(buf.data()) == nullptr) {
+    throw std::runtime_error("cannot create a temporary directory " + templ + ": " + std::strerror(errno));
+  }
+  return buf.data();
+}
+
+void print_failure(const LocalRunOutcome& o) {
+  if (!o.failed_log.empty()) {
+    std::cerr << "  rank " << o.failed_rank << " log: " << o.failed_log << "\n";
+    if (!o.log_tail.empty()) {
+      std::cerr << "  last lines:\n";
+      std::istringstream in(o.log_tail);
+      std::string line;
+      while (std::getline(in, line)) std::cerr << "    " << line << "\n";
+    }
+  }
+  if (o.logs_kept && !o.run_dir.empty()) std::cerr << "  logs kept in " << o.run_dir << "\n";
+}
+
+}  // namespace
+
+int cmd_run(const std::vector<std::string>& args) {
+  const ParsedArgs a = parse_args(args, {"--json", "--keep-logs"});
+  if (a.help) {
+    std::cout << kRunUsage;
+    return kExitOk;
+  }
+  if (a.positional.size() != 1) {
+    throw UsageError(a.positional.empty() ? "expected a JOB.yaml file"
+                                          : "expected one JOB.yaml file, got " + std::to_string(a.positional.size()));
+  }
+  const std::string job_file = a.positional[0];
+  const std::string json_out = a.value("--json");
+  const std::string keep_dir = a.value("--keep-logs");
+
+  BenchmarkJob job;
+  std::vector<RunConfig> runs;
+  int cores = static_cast<int>(std::thread::hardware_concurrency());
+  if (cores <= 0) cores = 1;
+  try {
+    job = load_benchmark_job(job_file);
+    runs = plan_runs(job, cores);
+  } catch (const SpecError& e) {
+    for (const auto& err : e.errors()) std::cerr << job_file << ": " << err.str() << "\n";
+    return kExitUsage;
+  }
+
+  if (!json_out.empty()) {
+    if (const std::string problem = check_writable(json_out); !problem.empty()) {
+      std::cerr << "trainbench run: " << problem << "\n";
+      return kExitUsage;
+    }
+  }
+  std::string base = keep_dir;
+  const bool temp_base = keep_dir.empty();
+  if (temp_base) {
+    base = make_temp_base(job.metadata.name);
+  } else {
+    std::error_code ec;
+    fs::create_directories(keep_dir, ec);
+    if (ec || !fs::is_directory(keep_dir)) {
+      std::cerr << "trainbench run: --keep-logs " << keep_dir << ": cannot create directory"
+                << (ec ? " (" + ec.message() + ")" : "") << "\n";
+      return kExitUsage;
+    }
+  }
+  std::string worker;
+  try {
+    worker = find_worker_binary();
+  } catch (...) {
+    if (temp_base) ::rmdir(base.c_str());
+    throw;
+  }
+
+  install_interrupt_handlers();
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  ProgressDisplay display(std::cerr, tty);
+  if (struct winsize ws {}; tty && ::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
+    display.set_width(ws.ws_col);
+  }
+  std::cerr << "trainbench: job " << job.metadata.name << ": " << runs.size() << (runs.size() == 1 ? " run" : " runs")
+            << " of " << job.benchmark.model << " (worker " << worker << ")\n";
+
+  std::vector<RunOutcome> outcomes;
+  bool any_failed = false;
+  bool any_kept = false;
+  int interrupted = 0;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if ((interrupted = interrupt_signal()) != 0) break;
+    const RunConfig& run = runs[i];
+    ProgressRun pr;
+    pr.number = static_cast<int>(i) + 1;
+    pr.count = static_cast<int>(runs.size());
+    pr.label = run.label();
+    pr.model = run.model;
+    pr.world_size = run.world_size();
+    pr.warmup_steps = run.warmup_steps;
+    display.begin(pr);
+
+    LocalExecutorOptions opts;
+    opts.worker = worker;
+    opts.runs_dir = base;
+    opts.keep_logs = !temp_base;
+    opts.active_deadline_seconds = job.run_policy.active_deadline_seconds;
+    opts.on_progress = [&display](const ProgressUpdate& p) { display.update(p); };
+    LocalRunOutcome o = run_local(run, opts);
+    any_kept = any_kept || o.logs_kept;
+
+    if (o.interrupted_by != 0) {
+      display.end("interrupted after " + format_seconds(o.elapsed_seconds));
+      interrupted = o.interrupted_by;
+      if (o.logs_kept) std::cerr << "  logs kept in " << o.run_dir << "\n";
+      break;
+    }
+    if (o.outcome.result) {
+      display.end("done in " + format_seconds(o.elapsed_seconds) + median_status(*o.outcome.result));
+    } else {
+      any_failed = true;
+      display.end("FAILED after " + format_seconds(o.elapsed_seconds) + ": " + o.outcome.error);
+      print_failure(o);
+    }
+    outcomes.push_back(std::move(o.outcome));
+  }
+  if (interrupted == 0) interrupted = interrupt_signal();
+
+  if (temp_base && !any_kept) ::rmdir(base.c_str());
+  if (interrupted != 0) {
+    std::cerr << "trainbench: interrupted by " << (interrupted == SIGINT ? "SIGINT" : interrupted == SIGTERM ? "SIGTERM"
+                                                                                   : "signal " + std::to_string(interrupted))
+              << "; all ranks were stopped; no report written\n";
+    return 128 + interrupted;
+  }
+
+  const Report report = build_report(job, runs, outcomes);
+  std::cout << format_report(report);
+  std::cout.flush();
+  int rc = any_failed ? kExitRunFailed : kExitOk;
+  if (!json_out.empty()) {
+    try {
+      write_file_atomically(json_out, to_json(report).dump(2) + "\n");
+    } catch (const std::exception& e) {
+      std::cerr << "trainbench run: error: " << e.what() << "\n";
+      rc = kExitError;
+    }
+  }
+  if (any_failed) {
+    std::cerr << "trainbench: " << (any_kept ? "logs of the failed runs are kept (see above); " : "")
+              << "one or more runs failed\n";
+  }
+  return rc;
+}
+
+}  // namespace trainbench::cli

@@ -1,0 +1,512 @@
+#include "cli/local_executor.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/syscall.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/interrupt.hpp"
+#include "core/run_result.hpp"
+
+extern char** environ;
+
+namespace trainbench {
+namespace fs = std::filesystem;
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+bool is_executable_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+std::string signal_name(int sig) {
+  const char* abbrev = ::sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+/// "1M/2G" -> "1M-2G", "no ddp" -> "no-ddp": safe in a directory name.
+std::string sanitize(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_') ? c : '-';
+  }
+  return out;
+}
+
+std::string make_run_dir(const std::string& base, const RunConfig& run) {
+  const std::string stem = base + "/run-" + std::to_string(run.index) + "-" + sanitize(run.label());
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    std::string dir = attempt == 0 ? stem : stem + "." + std::to_string(attempt);
+    if (::mkdir(dir.c_str(), 0755) == 0) return dir;
+    if (errno != EEXIST) {
+      throw std::runtime_error("cannot create run directory " + dir + ": " + std::strerror(errno));
+    }
+  }
+  throw std::runtime_error("cannot create a run directory under " + base + ": too many exist");
+}
+
+/// The parent's environment with `overrides` replacing or adding variables.
+std::vector<std::string> child_environment(const std::map<std::string, std::string>& overrides) {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    const auto eq = kv.find('=');
+    const std::string key = kv.substr(0, eq);
+    if (overrides.count(key)) continue;
+    env.push_back(std::move(kv));
+  }
+  for (const auto& [k, v] : overrides) env.push_back(k + "=" + v);
+  return env;
+}
+
+std::string read_file(const std::string& path, std::size_t max_tail = 0) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  if (max_tail > 0) {
+    in.seekg(0, std::ios::end);
+    const auto size = static_cast<std::size_t>(in.tellg());
+    in.seekg(static_cast<std::streamoff>(size > max_tail ? size - max_tail : 0));
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> nonempty_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    // Progress bars and the like: keep what follows the last carriage return.
+    const auto cr = line.find_last_of('\r', line.size() >= 1 ? line.size() - 1 : 0);
+    if (cr != std::string::npos && cr + 1 < line.size()) line = line.substr(cr + 1);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+    if (!line.empty()) lines.push_back(line);
+  }
+  return lines;
+}
+
+std::string truncate(std::string s, std::size_t max) {
+  if (s.size() > max) s = s.substr(0, max - 3) + "...";
+  return s;
+}
+
+struct Child {
+  int rank = 0;
+  pid_t pid = -1;
+  std::string log;
+  int pidfd = -1;       ///< readable when the process exits (Linux >= 5.3), -1 if unavailable
+  bool exited = false;  ///< observed with WNOWAIT: still a zombie until reaped at the end
+  bool reaped = false;
+  int code = 0;         ///< CLD_EXITED / CLD_KILLED / CLD_DUMPED
+  int status = 0;       ///< exit status or signal
+  bool failed() const { return exited && !(code == CLD_EXITED && status == 0); }
+};
+
+std::string describe_exit(const Child& c) {
+  if (c.code == CLD_EXITED) return "rank " + std::to_string(c.rank) + " exited with code " + std::to_string(c.status);
+  return "rank " + std::to_string(c.rank) + " was killed by " + signal_name(c.status) +
+         (c.code == CLD_DUMPED ? " (core dumped)" : "");
+}
+
+/// Checks (without reaping) whether a child has exited; updates it.
+void poll_exit(Child& c) {
+  if (c.exited) return;
+  siginfo_t si;
+  std::memset(&si, 0, sizeof si);
+  int r;
+  do {
+    r = ::waitid(P_PID, static_cast<id_t>(c.pid), &si, WEXITED | WNOHANG | WNOWAIT);
+  } while (r < 0 && errno == EINTR);
+  if (r < 0) {  // ECHILD: someone else reaped it; treat as gone
+    c.exited = c.reaped = true;
+    c.code = CLD_EXITED;
+    c.status = 255;
+    return;
+  }
+  if (si.si_pid == 0) return;
+  c.exited = true;
+  c.code = si.si_code;
+  c.status = si.si_status;
+}
+
+void signal_all(std::vector<Child>& children, pid_t pgid, int sig) {
+  if (pgid > 0) ::kill(-pgid, sig);
+  for (auto& c : children) {
+    if (!c.exited) ::kill(c.pid, sig);
+  }
+}
+
+/// SIGTERM, up to `grace` seconds, then SIGKILL to the whole process group; every child
+/// (zombies included) is reaped when this returns. A second interrupt skips the grace period.
+void stop_and_reap(std::vector<Child>& children, pid_t pgid, double grace) {
+  const bool any_running = std::any_of(children.begin(), children.end(), [](const Child& c) { return !c.exited; });
+  if (any_running) {
+    signal_all(children, pgid, SIGTERM);
+    const int interrupts = interrupt_count();
+    const double deadline = now_s() + grace;
+    while (now_s() < deadline && interrupt_count() == interrupts) {
+      bool running = false;
+      for (auto& c : children) {
+        poll_exit(c);
+        running = running || !c.exited;
+      }
+      if (!running) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  // The group leader is still at least a zombie, so the process group id cannot have been
+  // reused: this reaches every remaining member, grandchildren included.
+  signal_all(children, pgid, SIGKILL);
+  for (auto& c : children) {
+    if (c.reaped) continue;
+    int st = 0;
+    pid_t r;
+    do {
+      r = ::waitpid(c.pid, &st, 0);
+    } while (r < 0 && errno == EINTR);
+    c.reaped = true;
+    if (!c.exited) {
+      c.exited = true;
+      if (WIFEXITED(st)) {
+        c.code = CLD_EXITED;
+        c.status = WEXITSTATUS(st);
+      } else if (WIFSIGNALED(st)) {
+        c.code = CLD_KILLED;
+        c.status = WTERMSIG(st);
+      }
+    }
+  }
+}
+
+/// The most useful line of a failed rank's log: its "trainbench-worker rank R: ..." message if
+/// there is one, else (unless it died by a signal) its last line.
+std::string error_line(const Child& c, const std::vector<std::string>& lines) {
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    if (it->find("trainbench-worker rank") != std::string::npos) return *it;
+  }
+  if (c.code == CLD_EXITED && !lines.empty()) return lines.back();
+  return {};
+}
+
+std::string tail(const std::vector<std::string>& lines, std::size_t n) {
+  std::string out;
+  for (std::size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i) out += lines[i] + "\n";
+  return out;
+}
+
+/// Everything the children need, prepared before fork (the child only calls
+/// async-signal-safe functions).
+struct Prepared {
+  std::vector<std::string> env;
+  std::vector<char*> envp;
+  int log_fd = -1;
+};
+
+void write_all(int fd, const char* s) {
+  std::size_t n = std::strlen(s);
+  while (n > 0) {
+    ssize_t w = ::write(fd, s, n);
+    if (w <= 0) return;
+    s += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+[[noreturn]] void child_main(const std::string& worker, char* const argv[], char* const envp[], int log_fd,
+                             pid_t parent, pid_t pgid, const char* exec_error) {
+  ::setpgid(0, pgid);  // pgid 0: become the group's leader
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(125);  // the CLI died before prctl took effect
+  // Signal dispositions and the mask are inherited: start the worker with defaults.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  int devnull = ::open("/dev/null", O_RDONLY);
+  if (devnull >= 0) {
+    ::dup2(devnull, 0);
+    if (devnull != 0) ::close(devnull);
+  }
+  ::dup2(log_fd, 1);
+  ::dup2(log_fd, 2);
+  ::execve(worker.c_str(), argv, envp);
+  write_all(2, exec_error);
+  write_all(2, ::strerrordesc_np(errno) ? ::strerrordesc_np(errno) : "unknown error");
+  write_all(2, "\n");
+  ::_exit(127);
+}
+
+}  // namespace
+
+std::string find_worker_binary() {
+  if (const char* env = std::getenv("TRAINBENCH_WORKER"); env && *env) {
+    std::string path = env;
+    if (path[0] != '/') {
+      std::error_code ec;
+      path = fs::absolute(path, ec).lexically_normal().string();
+    }
+    if (!is_executable_file(path)) {
+      throw std::runtime_error("TRAINBENCH_WORKER=" + std::string(env) + " is not an executable file");
+    }
+    return path;
+  }
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw std::runtime_error("cannot find trainbench-worker: /proc/self/exe: " + ec.message());
+  const fs::path dir = self.parent_path();
+  const std::vector<fs::path> candidates = {
+      dir / "trainbench-worker",
+      dir.parent_path() / "worker" / "trainbench-worker",
+      dir.parent_path() / "libexec" / "trainbench" / "trainbench-worker",
+  };
+  std::string looked;
+  for (const auto& c : candidates) {
+    const std::string p = c.lexically_normal().string();
+    if (is_executable_file(p)) return p;
+    looked += (looked.empty() ? "" : ", ") + p;
+  }
+  throw std::runtime_error("cannot find the trainbench-worker executable (looked for " + looked +
+                           "); set TRAINBENCH_WORKER to its path");
+}
+
+int pick_free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw std::runtime_error(std::string("cannot pick a free port on 127.0.0.1: ") + std::strerror(err));
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+LocalRunOutcome run_local(const RunConfig& run, const LocalExecutorOptions& opts) {
+  LocalRunOutcome out;
+  const double start = now_s();
+  std::vector<Child> children;
+  pid_t pgid = 0;
+
+  auto fail_setup = [&](const std::string& error) {
+    stop_and_reap(children, pgid, opts.grace_seconds);
+    for (auto& c : children) {
+      if (c.pidfd >= 0) ::close(c.pidfd);
+    }
+    out.outcome.error = error;
+    out.logs_kept = !out.run_dir.empty();
+    out.elapsed_seconds = now_s() - start;
+    return out;
+  };
+
+  std::vector<Prepared> prepared;
+  std::string result_file, progress_file;
+  try {
+    out.run_dir = make_run_dir(opts.runs_dir, run);
+    result_file = out.run_dir + "/result.json";
+    progress_file = out.run_dir + "/progress.json";
+    const int port = pick_free_port();
+    for (const auto& placement : placements(run)) {
+      auto vars = rank_environment(run, placement, opts.master_addr, port);
+      vars["TRAINBENCH_RESULT_FILE"] = result_file;
+      vars["TRAINBENCH_PROGRESS_FILE"] = progress_file;
+      Prepared p;
+      p.env = child_environment(vars);
+      for (auto& s : p.env) p.envp.push_back(s.data());
+      p.envp.push_back(nullptr);
+      Child c;
+      c.rank = placement.rank;
+      c.log = out.run_dir + "/rank-" + std::to_string(placement.rank) + ".log";
+      p.log_fd = ::open(c.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (p.log_fd < 0) throw std::runtime_error("cannot create " + c.log + ": " + std::strerror(errno));
+      prepared.push_back(std::move(p));
+      children.push_back(c);
+    }
+  } catch (const std::exception& e) {
+    for (auto& p : prepared) ::close(p.log_fd);
+    children.clear();
+    return fail_setup(e.what());
+  }
+
+  std::string argv0 = "trainbench-worker";
+  char* argv[] = {argv0.data(), nullptr};
+  const std::string exec_error = "trainbench: cannot execute " + opts.worker + ": ";
+  const pid_t self = ::getpid();
+  std::string spawn_error;
+  std::size_t spawned = 0;
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    if (interrupt_signal() != 0) break;
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      spawn_error = std::string("cannot start rank ") + std::to_string(children[i].rank) + ": fork: " +
+                    std::strerror(errno);
+      break;
+    }
+    if (pid == 0) {
+      child_main(opts.worker, argv, prepared[i].envp.data(), prepared[i].log_fd, self, pgid, exec_error.c_str());
+    }
+    // Also from the parent, so the group exists before the next fork whatever the scheduling.
+    ::setpgid(pid, pgid == 0 ? pid : pgid);
+    if (pgid == 0) pgid = pid;
+    children[i].pid = pid;
+#ifdef SYS_pidfd_open
+    children[i].pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));  // close-on-exec
+#endif
+    ++spawned;
+  }
+  for (auto& p : prepared) ::close(p.log_fd);
+  children.resize(spawned);
+  if (!spawn_error.empty()) return fail_setup(spawn_error);
+
+  // ---- monitor ----
+  const double deadline = opts.active_deadline_seconds > 0 ? start + opts.active_deadline_seconds : 0;
+  struct stat last_progress {};
+  bool deadline_hit = false;
+  std::vector<std::size_t> failed;  // indexes of children that failed in the first failing poll
+  for (;;) {
+    if (interrupt_signal() != 0) break;
+    bool running = false;
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      Child& c = children[i];
+      if (c.exited) continue;
+      poll_exit(c);
+      if (c.failed()) failed.push_back(i);
+      running = running || !c.exited;
+    }
+    if (!failed.empty() || !running) break;
+    if (opts.on_progress) {
+      struct stat st {};
+      if (::stat(progress_file.c_str(), &st) == 0 &&
+          (st.st_ino != last_progress.st_ino || st.st_mtim.tv_sec != last_progress.st_mtim.tv_sec ||
+           st.st_mtim.tv_nsec != last_progress.st_mtim.tv_nsec || st.st_size != last_progress.st_size)) {
+        last_progress = st;
+        if (auto p = parse_progress(read_file(progress_file))) opts.on_progress(*p);
+      }
+    }
+    if (deadline > 0 && now_s() >= deadline) {
+      deadline_hit = true;
+      break;
+    }
+    // Sleep until a rank exits (its pidfd becomes readable, so the first rank to die is seen
+    // first, before its peers react to it), the poll interval passes, or a signal arrives
+    // (SIGINT/SIGTERM handlers have no SA_RESTART, so both calls return early).
+    std::vector<pollfd> fds;
+    bool all_pidfds = true;
+    for (const auto& c : children) {
+      if (c.exited) continue;
+      if (c.pidfd < 0) all_pidfds = false;
+      else fds.push_back({c.pidfd, POLLIN, 0});
+    }
+    if (all_pidfds && !fds.empty()) {
+      ::poll(fds.data(), fds.size(), opts.poll_ms);
+    } else {
+      struct timespec ts {0, static_cast<long>(std::min(opts.poll_ms, 999)) * 1000000L};
+      ::nanosleep(&ts, nullptr);
+    }
+  }
+
+  stop_and_reap(children, pgid, opts.grace_seconds);
+  for (auto& c : children) {
+    if (c.pidfd >= 0) ::close(c.pidfd);
+    c.pidfd = -1;
+  }
+  out.elapsed_seconds = now_s() - start;
+
+  if (!failed.empty()) {
+    // Several ranks seen dead in the same poll: the one killed by a signal, else the lowest
+    // rank, is the likely cause (the others usually fail because their peer went away).
+    auto cause = *std::min_element(failed.begin(), failed.end(), [&](std::size_t a, std::size_t b) {
+      const bool sa = children[a].code != CLD_EXITED, sb = children[b].code != CLD_EXITED;
+      if (sa != sb) return sa;
+      return children[a].rank < children[b].rank;
+    });
+    const Child& c = children[cause];
+    const auto lines = nonempty_lines(read_file(c.log, 64 * 1024));
+    std::string error = describe_exit(c);
+    if (const std::string line = error_line(c, lines); !line.empty()) error += ": " + truncate(line, 400);
+    out.outcome.error = error;
+    out.failed_rank = c.rank;
+    out.failed_log = c.log;
+    out.log_tail = tail(lines, 10);
+  } else if (interrupt_signal() != 0) {
+    out.interrupted_by = interrupt_signal();
+    out.outcome.error = "interrupted by " + signal_name(out.interrupted_by) + "; all ranks were stopped";
+  } else if (deadline_hit) {
+    out.outcome.error = "run exceeded spec.runPolicy.activeDeadlineSeconds (" +
+                        std::to_string(opts.active_deadline_seconds) + " s); all ranks were stopped";
+  } else {
+    // Every rank exited 0: rank 0 must have written the result.
+    const std::string text = read_file(result_file);
+    if (text.empty()) {
+      out.outcome.error = "all ranks exited 0 but rank 0 wrote no result to " + result_file;
+    } else {
+      try {
+        RunResult r = run_result_from_json(nlohmann::json::parse(text));
+        if (r.world_size != run.world_size() || static_cast<int>(r.ranks.size()) != run.world_size()) {
+          out.outcome.error = "invalid result " + result_file + ": expected " + std::to_string(run.world_size()) +
+                              " ranks, got worldSize " + std::to_string(r.world_size) + " with " +
+                              std::to_string(r.ranks.size()) + " rank entries";
+        } else if (r.run_index != run.index) {
+          out.outcome.error = "invalid result " + result_file + ": runIndex " + std::to_string(r.run_index) +
+                              ", expected " + std::to_string(run.index);
+        } else {
+          out.outcome.result = std::move(r);
+        }
+      } catch (const std::exception& e) {
+        out.outcome.error = "invalid result " + result_file + ": " + e.what();
+      }
+    }
+  }
+
+  const bool ok = out.outcome.result.has_value();
+  if (ok && !opts.keep_logs) {
+    std::error_code ec;
+    fs::remove_all(out.run_dir, ec);
+    out.logs_kept = false;
+  } else {
+    out.logs_kept = true;
+  }
+  return out;
+}
+
+}  // namespace trainbench

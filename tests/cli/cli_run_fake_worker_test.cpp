@@ -1,0 +1,287 @@
+// `trainbench run` with scripted fake workers (no libtorch): the local executor's protocol,
+// failure handling and process cleanup.
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.hpp"
+#include "core/run_config.hpp"
+#include "core/run_result.hpp"
+
+namespace trainbench::test {
+namespace {
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+const std::string kTwoRuns =
+    "    - {nodes: 1, devicesPerNode: 1, paradigm: none}\n"
+    "    - {nodes: 1, devicesPerNode: 2}\n";
+
+/// A plausible RunResult for run `index` with `world` ranks, as the worker would write it.
+std::string fake_result(int index, int world) {
+  RunResult r;
+  r.run_index = index;
+  r.world_size = world;
+  r.parameter_count = 9610;
+  r.ddp_bucket_count = world > 1 ? 1 : 0;
+  r.environment.trainbench_version = "0.1.0";
+  r.environment.libtorch_version = "fake";
+  r.environment.backend = "gloo";
+  r.environment.device = "cpu";
+  r.environment.device_name = "fake cpu";
+  r.environment.hostname = "localhost";
+  for (int k = 0; k < world; ++k) {
+    RankResult rk;
+    rk.rank = k;
+    rk.local_rank = k;
+    rk.step_seconds = {{0.010, 0.011, 0.012, 0.013}, {0.011, 0.012, 0.013, 0.014}};
+    rk.peak_memory_bytes = 1 << 20;
+    r.ranks.push_back(rk);
+  }
+  return to_json(r).dump();
+}
+
+/// Processes of this test's runs still alive (the marker is only in their environment).
+std::vector<pid_t> leftovers(const std::string& marker) {
+  std::vector<pid_t> left;
+  wait_until(5, [&] {
+    left = processes_with_env(marker);
+    return left.empty();
+  });
+  return left;
+}
+
+/// Waits until the CLI has `n` children that have exec'd the worker (RANK in their env).
+std::map<int, pid_t> wait_for_ranks(pid_t cli, int n, double timeout_s = 20) {
+  std::map<int, pid_t> ranks;
+  wait_until(timeout_s, [&] {
+    ranks.clear();
+    for (pid_t c : children_of(cli)) {
+      auto env = environ_of(c);
+      if (env.count("RANK")) ranks[std::stoi(env["RANK"])] = c;
+    }
+    return static_cast<int>(ranks.size()) == n;
+  });
+  return ranks;
+}
+
+class FakeWorkerTest : public ::testing::Test {
+ protected:
+  TempDir dir;
+  std::string marker = unique_marker();
+
+  std::string worker(const std::string& body) {
+    const std::string path = dir.file("fake-worker.sh");
+    write_file(path, "#!/bin/sh\n" + body, /*executable=*/true);
+    return path;
+  }
+  EnvChanges env(const std::string& worker_path) {
+    return {{"TRAINBENCH_WORKER", worker_path}, {"TRAINBENCH_TEST_MARKER", marker}, {"TMPDIR", dir.path()},
+            {"FAKE_DIR", dir.path()}};
+  }
+  std::string job(const std::string& sweep, const std::string& spec_extra = "") {
+    const std::string path = dir.file("job.yaml");
+    write_file(path, mlp_job_yaml("fake-job", 2, 4, 2, sweep, spec_extra));
+    return path;
+  }
+  /// run-* directories left in the temporary base directories under dir.
+  int kept_run_dirs() {
+    int n = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path())) {
+      if (e.is_directory() && e.path().filename().string().rfind("run-", 0) == 0) ++n;
+    }
+    return n;
+  }
+};
+
+TEST_F(FakeWorkerTest, SucceedsPassesEnvironmentAndWritesReport) {
+  write_file(dir.file("result-ws1.json"), fake_result(0, 1));
+  write_file(dir.file("result-ws2.json"), fake_result(1, 2));
+  const std::string w = worker(
+      "env > \"$FAKE_DIR/env-$MASTER_PORT-rank-$RANK\"\n"
+      "if [ \"$RANK\" = 0 ]; then\n"
+      "  printf '{\"phase\":\"measure\",\"repeat\":1,\"repeats\":2,\"step\":4,\"steps\":4,\"secPerIter\":0.01}' "
+      "> \"$TRAINBENCH_PROGRESS_FILE.tmp\" && mv \"$TRAINBENCH_PROGRESS_FILE.tmp\" \"$TRAINBENCH_PROGRESS_FILE\"\n"
+      "  sleep 0.3\n"
+      "  cp \"$FAKE_DIR/result-ws$WORLD_SIZE.json\" \"$TRAINBENCH_RESULT_FILE\"\n"
+      "fi\n"
+      "echo \"fake worker rank $RANK done\"\n");
+  auto e = env(w);
+  e["TRAINBENCH_DUMP_PARAMS"] = "test-hook-value";
+  const CliResult r = run_cli({"run", job(kTwoRuns), "--json", dir.file("out.json")}, e, dir.path());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "1 CPUs -- no ddp:  p50:")) << r.out;
+  EXPECT_TRUE(contains(r.out, "2 CPUs -- 1M/2G:  p50:")) << r.out;
+  EXPECT_TRUE(contains(r.err, "run 2/2 [1M/2G mlp] done")) << r.err;
+
+  const auto report = nlohmann::json::parse(read_file(dir.file("out.json")));
+  EXPECT_EQ(report["schemaVersion"], 1);
+  ASSERT_EQ(report["runs"].size(), 2u);
+  EXPECT_EQ(report["runs"][0]["phase"], "Succeeded");
+  EXPECT_EQ(report["runs"][1]["phase"], "Succeeded");
+  EXPECT_EQ(report["runs"][1]["ranks"].size(), 2u);
+
+  // Every rank got the parent's environment plus its torchrun variables.
+  int dumps = 0;
+  for (const auto& f : std::filesystem::directory_iterator(dir.path())) {
+    const std::string name = f.path().filename().string();
+    if (name.rfind("env-", 0) != 0) continue;
+    ++dumps;
+    const std::string text = read_file(f.path().string());
+    EXPECT_TRUE(contains(text, "TRAINBENCH_DUMP_PARAMS=test-hook-value\n")) << name;
+    EXPECT_TRUE(contains(text, "TRAINBENCH_TEST_MARKER=" + marker + "\n")) << name;
+    EXPECT_TRUE(contains(text, "MASTER_ADDR=127.0.0.1\n")) << name;
+    EXPECT_TRUE(contains(text, "TRAINBENCH_RESULT_FILE=")) << name;
+    EXPECT_TRUE(contains(text, "TRAINBENCH_PROGRESS_FILE=")) << name;
+    EXPECT_TRUE(contains(text, "TRAINBENCH_RUN_CONFIG=")) << name;
+    const std::string rank = name.substr(name.rfind('-') + 1);
+    EXPECT_TRUE(contains(text, "\nRANK=" + rank + "\n")) << name;
+    EXPECT_TRUE(contains(text, "\nLOCAL_RANK=" + rank + "\n")) << name;
+  }
+  EXPECT_EQ(dumps, 3);  // 1 rank + 2 ranks
+  EXPECT_EQ(kept_run_dirs(), 0) << "successful runs' directories are removed";
+  EXPECT_TRUE(leftovers(marker).empty());
+}
+
+TEST_F(FakeWorkerTest, KeepLogsKeepsEveryRunDirectory) {
+  write_file(dir.file("result-ws1.json"), fake_result(0, 1));
+  const std::string w = worker(
+      "echo \"hello from rank $RANK\"\n"
+      "[ \"$RANK\" = 0 ] && cp \"$FAKE_DIR/result-ws$WORLD_SIZE.json\" \"$TRAINBENCH_RESULT_FILE\"\n"
+      "exit 0\n");
+  const std::string logs = dir.file("logs");
+  const CliResult r = run_cli({"run", job("    - {nodes: 1, devicesPerNode: 1}\n"), "--keep-logs", logs}, env(w),
+                              dir.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(read_file(logs + "/run-0-1M-1G/rank-0.log"), "hello from rank 0\n");
+  EXPECT_TRUE(std::ifstream(logs + "/run-0-1M-1G/result.json").good());
+}
+
+TEST_F(FakeWorkerTest, WorkerFailingImmediatelyFailsRunsAndStillWritesReport) {
+  const std::string w = worker(
+      "echo \"loading model...\"\n"
+      "echo \"trainbench-worker rank $RANK: simulated failure: unknown layer\" >&2\n"
+      "exit 1\n");
+  const CliResult r = run_cli({"run", job(kTwoRuns), "--json", dir.file("out.json")}, env(w), dir.path());
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_TRUE(contains(r.out, "1 CPUs -- no ddp:  FAILED: rank 0 exited with code 1: trainbench-worker rank 0: "
+                              "simulated failure: unknown layer"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "2 CPUs -- 1M/2G:  FAILED: rank ")) << r.out;
+  EXPECT_TRUE(contains(r.err, "logs kept in ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "simulated failure")) << r.err;
+
+  const auto report = nlohmann::json::parse(read_file(dir.file("out.json")));
+  ASSERT_EQ(report["runs"].size(), 2u);
+  for (const auto& run : report["runs"]) {
+    EXPECT_EQ(run["phase"], "Failed");
+    EXPECT_TRUE(contains(run["error"].get<std::string>(), "simulated failure: unknown layer")) << run.dump();
+  }
+  EXPECT_EQ(kept_run_dirs(), 2) << "failed runs keep their logs";
+  EXPECT_TRUE(leftovers(marker).empty());
+}
+
+TEST_F(FakeWorkerTest, OneRankFailingStopsTheOthers) {
+  const std::string w = worker(
+      "if [ \"$RANK\" = 1 ]; then sleep 0.5; echo \"trainbench-worker rank 1: connection reset\" >&2; exit 1; fi\n"
+      "exec sleep 300\n");
+  const auto t0 = std::chrono::steady_clock::now();
+  const CliResult r = run_cli({"run", job("    - {nodes: 1, devicesPerNode: 3}\n")}, env(w), dir.path(), 30);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_LT(took, 10.0);
+  EXPECT_TRUE(contains(r.out, "FAILED: rank 1 exited with code 1: trainbench-worker rank 1: connection reset"))
+      << r.out;
+  EXPECT_TRUE(leftovers(marker).empty());
+}
+
+TEST_F(FakeWorkerTest, RankKilledBySignalIsNamed) {
+  const std::string w = worker("[ \"$RANK\" = 1 ] && kill -SEGV $$\nexec sleep 300\n");
+  const CliResult r = run_cli({"run", job("    - {nodes: 1, devicesPerNode: 2}\n")}, env(w), dir.path(), 30);
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_TRUE(contains(r.out, "FAILED: rank 1 was killed by SIGSEGV")) << r.out;
+  EXPECT_TRUE(leftovers(marker).empty());
+}
+
+TEST_F(FakeWorkerTest, DeadlineStopsRanksThatIgnoreSigterm) {
+  // The shell and its `sleep` child both ignore SIGTERM: only the SIGKILL to the process group
+  // after the grace period ends them.
+  const std::string w = worker("trap '' TERM\nsleep 300\necho unreachable\n");
+  const auto t0 = std::chrono::steady_clock::now();
+  const CliResult r = run_cli({"run", job("    - {nodes: 1, devicesPerNode: 2}\n", "  runPolicy: {activeDeadlineSeconds: 1}\n"),
+                               "--json", dir.file("out.json")},
+                              env(w), dir.path(), 30);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_GE(took, 1.0);
+  EXPECT_LT(took, 10.0);
+  EXPECT_TRUE(contains(r.out, "FAILED: run exceeded spec.runPolicy.activeDeadlineSeconds (1 s)")) << r.out;
+  const auto report = nlohmann::json::parse(read_file(dir.file("out.json")));
+  EXPECT_EQ(report["runs"][0]["phase"], "Failed");
+  EXPECT_TRUE(leftovers(marker).empty());
+}
+
+TEST_F(FakeWorkerTest, SuccessWithoutResultFileFails) {
+  const std::string w = worker("exit 0\n");
+  const CliResult r = run_cli({"run", job("    - {nodes: 1, devicesPerNode: 1}\n")}, env(w), dir.path());
+  EXPECT_EQ(r.code, 3);
+  EXPECT_TRUE(contains(r.out, "FAILED: all ranks exited 0 but rank 0 wrote no result")) << r.out;
+}
+
+TEST_F(FakeWorkerTest, InvalidResultFileFails) {
+  const std::string w = worker("[ \"$RANK\" = 0 ] && echo '{\"runIndex\": 0}' > \"$TRAINBENCH_RESULT_FILE\"\nexit 0\n");
+  const CliResult r = run_cli({"run", job("    - {nodes: 1, devicesPerNode: 1}\n")}, env(w), dir.path());
+  EXPECT_EQ(r.code, 3);
+  EXPECT_TRUE(contains(r.out, "FAILED: invalid result ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "worldSize")) << r.out;
+}
+
+TEST_F(FakeWorkerTest, MissingWorkerIsAnError) {
+  const CliResult r = run_cli({"run", job(kTwoRuns)}, env(dir.file("no-such-worker")), dir.path());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(contains(r.err, "TRAINBENCH_WORKER=" + dir.file("no-such-worker") + " is not an executable file"))
+      << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST_F(FakeWorkerTest, SigintAndSigtermStopAllRanks) {
+  for (int sig : {SIGINT, SIGTERM}) {
+    SCOPED_TRACE(sig);
+    const std::string w = worker("exec sleep 300\n");
+    const Spawned cli = spawn(trainbench_exe(), {"run", job("    - {nodes: 1, devicesPerNode: 2}\n"), "--json",
+                                                 dir.file("out.json")},
+                              env(w), dir.path());
+    const auto ranks = wait_for_ranks(cli.pid, 2);
+    ASSERT_EQ(ranks.size(), 2u) << read_file(cli.err_path);
+    EXPECT_GE(processes_with_env(marker).size(), 3u) << "the leftover check must see the CLI and its ranks";
+    ASSERT_EQ(::kill(cli.pid, sig), 0);
+    const auto code = wait_exit(cli.pid, 15);
+    ASSERT_TRUE(code.has_value());
+    EXPECT_EQ(*code, 128 + sig) << read_file(cli.err_path);
+    EXPECT_TRUE(contains(read_file(cli.err_path), "interrupted by")) << read_file(cli.err_path);
+    EXPECT_FALSE(std::ifstream(dir.file("out.json")).good());
+    for (const auto& [rank, pid] : ranks) EXPECT_FALSE(process_exists(pid)) << "rank " << rank;
+    EXPECT_TRUE(leftovers(marker).empty());
+  }
+}
+
+TEST_F(FakeWorkerTest, RanksDieWithASigkilledCli) {
+  const std::string w = worker("exec sleep 300\n");
+  const Spawned cli = spawn(trainbench_exe(), {"run", job("    - {nodes: 1, devicesPerNode: 2}\n")}, env(w),
+                            dir.path());
+  const auto ranks = wait_for_ranks(cli.pid, 2);
+  ASSERT_EQ(ranks.size(), 2u) << read_file(cli.err_path);
+  ASSERT_EQ(::kill(cli.pid, SIGKILL), 0);
+  EXPECT_EQ(wait_exit(cli.pid, 10), 128 + SIGKILL);
+  // PR_SET_PDEATHSIG(SIGKILL): the ranks go with their parent.
+  EXPECT_TRUE(leftovers(marker).empty());
+}
+
+}  // namespace
+}  // namespace trainbench::test
