@@ -75,8 +75,9 @@ std::string format_report(const Report& report) {
   std::vector<const RunReport*> runs;
   for (const auto& r : report.runs) runs.push_back(&r);
   const std::size_t w = name_width(runs);
-  const std::string cell_head = "      sec/iter     ex/sec";
-  os << pad_right("", w) << "  " << cell_head << cell_head << cell_head << cell_head << "   speedup  efficiency\n";
+  const std::string cell_head = std::string(6, ' ') + pad_left("sec/iter", 10) + pad_left("ex/sec", 11);
+  os << pad_right("", w) << cell_head << cell_head << cell_head << cell_head << pad_left("speedup", 10)
+     << pad_left("efficiency", 12) << "\n";
   for (const auto* r : runs) {
     os << pad_left(row_name(*r), w);
     if (r->phase != "Succeeded") {
@@ -174,8 +175,8 @@ std::string format_diff(const Report& base, const Report& test) {
   }
   std::size_t w = 0;
   for (const auto& p : pairs) w = std::max(w, row_name(p.first ? *p.first : *p.second).size());
-  const std::string cell_head = "      sec/iter     ex/sec     diff";
-  os << pad_right("", w) << "  " << cell_head << cell_head << "\n";
+  const std::string cell_head = std::string(6, ' ') + pad_left("sec/iter", 10) + pad_left("ex/sec", 11) + pad_left("diff", 9);
+  os << pad_right("", w) << cell_head << cell_head << "\n";
   for (const auto& [b, t] : pairs) {
     os << pad_left(row_name(b ? *b : *t), w);
     if (!b) {
