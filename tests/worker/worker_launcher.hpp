@@ -1,0 +1,56 @@
+#pragma once
+// Test support: spawn trainbench-worker processes (fork/exec) the way a launcher would.
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/run_config.hpp"
+
+namespace trainbench::test {
+
+/// Path of the worker under test (compile definition TRAINBENCH_WORKER_PATH).
+std::string worker_path();
+
+/// A fresh directory under $TMPDIR (or /tmp), removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+/// A TCP port that was free a moment ago (bind 127.0.0.1:0, read it, close).
+int free_port();
+
+struct ProcessOutcome {
+  int exit_code = -1;      ///< -1 when killed (timeout or signal)
+  bool timed_out = false;
+  std::string output;      ///< stdout and stderr, interleaved
+};
+
+/// Runs `argv` with the current environment plus `env` (which wins); kills it after `timeout`.
+ProcessOutcome run_process(const std::vector<std::string>& argv,
+                           const std::map<std::string, std::string>& env,
+                           std::chrono::seconds timeout = std::chrono::seconds(120));
+
+/// Launches every rank of `run` on 127.0.0.1 (a fresh port), each with
+/// trainbench::rank_environment(...) plus `extra_env`, and waits for all of them (all are
+/// killed after `timeout`). Returns the outcomes by rank.
+std::vector<ProcessOutcome> run_ranks(const RunConfig& run,
+                                      const std::map<std::string, std::string>& extra_env,
+                                      std::chrono::seconds timeout = std::chrono::seconds(120));
+
+/// Raw little-endian float32 file (TRAINBENCH_DUMP_PARAMS output).
+std::vector<float> read_float32_file(const std::string& path);
+
+std::string read_text_file(const std::string& path);
+
+}  // namespace trainbench::test

@@ -1,0 +1,152 @@
+// End-to-end behaviour of trainbench-worker: result/progress files, errors and exit codes.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/run_result.hpp"
+#include "worker_launcher.hpp"
+
+namespace {
+
+using trainbench::RunConfig;
+using trainbench::test::read_text_file;
+using trainbench::test::run_process;
+using trainbench::test::run_ranks;
+using trainbench::test::TempDir;
+using trainbench::test::worker_path;
+
+RunConfig tiny(const std::string& paradigm, int world) {
+  RunConfig c;
+  c.job_name = "worker-run-test";
+  c.paradigm = paradigm;
+  c.devices_per_node = world;
+  c.model = "mlp";
+  c.mlp.input_size = 16;
+  c.mlp.hidden_sizes = {32};
+  c.mlp.num_classes = 4;
+  c.batch_size_per_device = 8;
+  c.warmup_steps = 1;
+  c.measure_steps = 3;
+  c.repeats = 2;
+  c.collective_timeout_seconds = 30;
+  return c;
+}
+
+TEST(WorkerRun, ResultAndProgressFiles) {
+  TempDir dir;
+  const auto outs = run_ranks(tiny("none", 1), {{"TRAINBENCH_RESULT_FILE", dir.file("r.json")},
+                                                {"TRAINBENCH_PROGRESS_FILE", dir.file("p.json")}});
+  ASSERT_EQ(outs[0].exit_code, 0) << outs[0].output;
+  const auto r = trainbench::run_result_from_json(nlohmann::json::parse(read_text_file(dir.file("r.json"))));
+  EXPECT_EQ(r.world_size, 1);
+  EXPECT_EQ(r.ddp_bucket_count, 0);
+  EXPECT_EQ(r.parameter_count, 16 * 32 + 32 + 32 * 4 + 4);
+  ASSERT_EQ(r.ranks.size(), 1U);
+  ASSERT_EQ(r.ranks[0].step_seconds.size(), 2U);
+  for (const auto& rep : r.ranks[0].step_seconds) {
+    ASSERT_EQ(rep.size(), 3U);
+    for (double s : rep) EXPECT_GT(s, 0);
+  }
+  EXPECT_GT(r.ranks[0].peak_memory_bytes, 1 << 20);
+  EXPECT_GT(r.ranks[0].final_loss, 0);
+  EXPECT_FALSE(r.environment.libtorch_version.empty());
+  EXPECT_EQ(r.environment.trainbench_version, "0.1.0");
+  EXPECT_EQ(r.environment.device, "cpu");
+  EXPECT_FALSE(r.environment.device_name.empty());
+  EXPECT_FALSE(r.environment.hostname.empty());
+  EXPECT_NE(r.environment.blas.find("blas"), std::string::npos) << r.environment.blas;
+
+  const auto p = nlohmann::json::parse(read_text_file(dir.file("p.json")));
+  EXPECT_EQ(p.at("phase"), "measure");
+  EXPECT_EQ(p.at("repeat"), 2);
+  EXPECT_EQ(p.at("repeats"), 2);
+  EXPECT_EQ(p.at("step"), 3);
+  EXPECT_EQ(p.at("steps"), 3);
+  EXPECT_GT(p.at("secPerIter").get<double>(), 0);
+}
+
+TEST(WorkerRun, ResultGoesToStdoutWithoutResultFile) {
+  const auto outs = run_ranks(tiny("ddp", 1), {});
+  ASSERT_EQ(outs[0].exit_code, 0) << outs[0].output;
+  const auto r = trainbench::run_result_from_json(nlohmann::json::parse(outs[0].output));
+  EXPECT_EQ(r.ddp_bucket_count, 1);
+}
+
+TEST(WorkerRun, MissingRankEnvironmentExits2) {
+  const auto out = run_process({worker_path()}, {{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1"},
+                                                 {"WORLD_SIZE", "2"}});
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("trainbench-worker rank ?: "), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("RANK"), std::string::npos) << out.output;
+}
+
+TEST(WorkerRun, GarbageWorldSizeExits2) {
+  const auto out = run_process({worker_path()}, {{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1"},
+                                                 {"WORLD_SIZE", "two"}, {"RANK", "0"}});
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("WORLD_SIZE must be an integer"), std::string::npos) << out.output;
+}
+
+TEST(WorkerRun, BadConfigExits2) {
+  RunConfig c = tiny("ddp", 2);
+  c.model = "alexnet";
+  const auto outs = run_ranks(c, {});
+  for (const auto& o : outs) {
+    EXPECT_EQ(o.exit_code, 2) << o.output;
+    EXPECT_NE(o.output.find("alexnet"), std::string::npos) << o.output;
+  }
+  const auto no_config = run_process({worker_path()}, {{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1"},
+                                                       {"WORLD_SIZE", "1"}, {"RANK", "0"},
+                                                       {"TRAINBENCH_RUN_CONFIG", "{not json"}});
+  EXPECT_EQ(no_config.exit_code, 2) << no_config.output;
+  EXPECT_NE(no_config.output.find("TRAINBENCH_RUN_CONFIG"), std::string::npos) << no_config.output;
+}
+
+TEST(WorkerRun, WorldSizeMismatchExits2) {
+  RunConfig c = tiny("ddp", 2);
+  auto env = trainbench::rank_environment(c, {0, 0, 0}, "127.0.0.1", 1);
+  env["WORLD_SIZE"] = "3";
+  const auto out = run_process({worker_path()}, env);
+  EXPECT_EQ(out.exit_code, 2) << out.output;
+  EXPECT_NE(out.output.find("world size 3"), std::string::npos) << out.output;
+}
+
+TEST(WorkerRun, NonFiniteLossExits1) {
+  RunConfig c = tiny("none", 1);
+  c.learning_rate = 1e30;
+  const auto outs = run_ranks(c, {});
+  EXPECT_EQ(outs[0].exit_code, 1) << outs[0].output;
+  EXPECT_NE(outs[0].output.find("trainbench-worker rank 0: loss is not finite"), std::string::npos)
+      << outs[0].output;
+}
+
+TEST(WorkerRun, Bf16CompressionWorksOrSaysItIsUnsupported) {
+  RunConfig c = tiny("ddp", 2);
+  c.ddp.gradient_compression = "bf16";
+  const auto outs = run_ranks(c, {});
+  for (const auto& o : outs) {
+    if (o.exit_code == 0) continue;
+    EXPECT_EQ(o.exit_code, 2) << o.output;
+    EXPECT_NE(o.output.find("bf16 is not supported by the gloo backend"), std::string::npos) << o.output;
+  }
+}
+
+TEST(WorkerRun, ResNetTrainsAtSmallImageSizeWithTwoRanks) {
+  RunConfig c = tiny("ddp", 2);
+  c.model = "resnet18";
+  c.image_size = 32;
+  c.batch_size_per_device = 2;
+  c.warmup_steps = 0;
+  c.measure_steps = 2;
+  c.repeats = 1;
+  TempDir dir;
+  const auto outs = run_ranks(c, {{"TRAINBENCH_RESULT_FILE", dir.file("r.json")}});
+  for (const auto& o : outs) ASSERT_EQ(o.exit_code, 0) << o.output;
+  const auto r = trainbench::run_result_from_json(nlohmann::json::parse(read_text_file(dir.file("r.json"))));
+  EXPECT_EQ(r.parameter_count, 11689512);
+  EXPECT_GT(r.ddp_bucket_count, 0);
+  ASSERT_EQ(r.ranks.size(), 2U);
+  EXPECT_EQ(r.ranks[1].rank, 1);
+}
+
+}  // namespace

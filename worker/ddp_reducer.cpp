@@ -1,0 +1,172 @@
+#include "worker/ddp_reducer.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <stdexcept>
+
+#include "worker/worker_error.hpp"
+
+namespace trainbench::worker {
+
+DdpReducer::DdpReducer(std::vector<at::Tensor> params, Communicator& comm, double bucket_cap_mb,
+                       const std::string& compression)
+    : params_(std::move(params)), comm_(comm), wire_dtype_(at::kFloat), compression_(compression) {
+  if (compression == "fp16") {
+    wire_dtype_ = at::kHalf;
+  } else if (compression == "bf16") {
+    wire_dtype_ = at::kBFloat16;
+  } else if (compression != "none" && !compression.empty()) {
+    throw ConfigError("unknown ddp.gradientCompression '" + compression +
+                      "' (expected none, fp16 or bf16)");
+  }
+  if (!(bucket_cap_mb > 0)) throw ConfigError("ddp.bucketCapMB must be > 0");
+  const double cap_bytes = bucket_cap_mb * 1024.0 * 1024.0;
+
+  // Bucket assignment, reverse registration order (gradients arrive roughly in that order).
+  slots_.resize(params_.size());
+  double bucket_bytes = 0;
+  for (std::size_t k = params_.size(); k-- > 0;) {
+    const at::Tensor& p = params_[k];
+    if (!p.requires_grad()) continue;
+    const double bytes = static_cast<double>(p.numel()) * static_cast<double>(p.element_size());
+    if (buckets_.empty() || (bucket_bytes > 0 && bucket_bytes + bytes > cap_bytes) ||
+        p.scalar_type() != params_[buckets_.back().params.front()].scalar_type()) {
+      buckets_.emplace_back();
+      bucket_bytes = 0;
+    }
+    Bucket& b = buckets_.back();
+    Slot& s = slots_[k];
+    s.bucket = buckets_.size() - 1;
+    s.offset = 0;
+    for (std::size_t j : b.params) s.offset += slots_[j].numel;
+    s.numel = p.numel();
+    b.params.push_back(k);
+    bucket_bytes += bytes;
+  }
+  for (Bucket& b : buckets_) {
+    std::int64_t total = 0;
+    for (std::size_t j : b.params) total += slots_[j].numel;
+    b.flat = at::zeros({total}, params_[b.params.front()].options().requires_grad(false));
+  }
+  check_compression_supported();
+
+  at::NoGradGuard no_grad;
+  accumulators_.resize(params_.size());
+  hook_handles_.assign(params_.size(), 0);
+  for (std::size_t k = 0; k < params_.size(); ++k) {
+    if (!params_[k].requires_grad()) continue;
+    params_[k].mutable_grad() = grad_view(k);
+    accumulators_[k] = torch::autograd::impl::grad_accumulator(params_[k]);
+    hook_handles_[k] = accumulators_[k]->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+        [this, k](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
+          on_gradient_ready(k);
+          return outputs;
+        }));
+  }
+}
+
+at::Tensor DdpReducer::grad_view(std::size_t k) const {
+  const Slot& s = slots_[k];
+  return buckets_[s.bucket].flat.narrow(0, s.offset, s.numel).view(params_[k].sizes());
+}
+
+DdpReducer::~DdpReducer() {
+  for (std::size_t k = 0; k < accumulators_.size(); ++k) {
+    if (accumulators_[k]) accumulators_[k]->del_post_hook(hook_handles_[k]);
+  }
+}
+
+void DdpReducer::check_compression_supported() {
+  if (wire_dtype_ == at::kFloat || buckets_.empty()) return;
+  // Same collective on every rank: find out whether the backend takes this dtype at all
+  // (gloo in libtorch 1.13 rejects bfloat16 with "Invalid scalar type").
+  at::Tensor probe = at::zeros({1}, buckets_.front().flat.options().dtype(wire_dtype_));
+  try {
+    comm_.allreduce_sum(probe).wait();
+  } catch (const std::exception& e) {
+    throw ConfigError("ddp.gradientCompression " + compression_ + " is not supported by the " +
+                      comm_.backend_name() + " backend of this libtorch (" + e.what() + ")");
+  }
+}
+
+void DdpReducer::zero_grad() {
+  at::NoGradGuard no_grad;
+  for (Bucket& b : buckets_) b.flat.zero_();
+  // Someone may have replaced a .grad (e.g. set it to none): point it back at its bucket.
+  for (std::size_t k = 0; k < params_.size(); ++k) {
+    if (!accumulators_[k]) continue;
+    const at::Tensor& g = params_[k].grad();
+    if (!g.defined() || g.data_ptr() != grad_view(k).data_ptr()) params_[k].mutable_grad() = grad_view(k);
+  }
+}
+
+void DdpReducer::prepare_for_backward() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Slot& s : slots_) s.ready = false;
+  for (Bucket& b : buckets_) {
+    b.pending = b.params.size();
+    b.launched = false;
+    b.work = PendingCollective();
+  }
+  next_to_launch_ = 0;
+  armed_ = true;
+}
+
+void DdpReducer::on_gradient_ready(std::size_t param_index) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!armed_) return;
+  Slot& s = slots_[param_index];
+  if (s.ready) {
+    throw std::runtime_error("DDP reducer: gradient of parameter " + std::to_string(param_index) +
+                             " produced twice in one backward pass");
+  }
+  // Autograd accumulated into .grad, which is this parameter's slice of the bucket, unless
+  // something replaced .grad since zero_grad(): then bring the value into the bucket.
+  const at::Tensor& g = params_[param_index].grad();
+  if (g.defined() && g.data_ptr() != grad_view(param_index).data_ptr()) {
+    at::NoGradGuard no_grad;
+    grad_view(param_index).copy_(g);
+    params_[param_index].mutable_grad() = grad_view(param_index);
+  }
+  s.ready = true;
+  Bucket& b = buckets_[s.bucket];
+  if (--b.pending == 0) launch_ready_buckets_locked();
+}
+
+void DdpReducer::launch_ready_buckets_locked() {
+  while (next_to_launch_ < buckets_.size() && buckets_[next_to_launch_].pending == 0) {
+    launch_locked(buckets_[next_to_launch_]);
+    ++next_to_launch_;
+  }
+}
+
+void DdpReducer::launch_locked(Bucket& b) {
+  b.wire = wire_dtype_ == b.flat.scalar_type() ? b.flat : b.flat.to(wire_dtype_);
+  b.work = comm_.allreduce_sum(b.wire);
+  b.launched = true;
+}
+
+void DdpReducer::finish_backward() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!armed_) throw std::logic_error("DDP reducer: finish_backward without prepare_for_backward");
+  armed_ = false;
+  // Parameters without a gradient this step keep zero_grad()'s zeros; launch the rest in order.
+  for (; next_to_launch_ < buckets_.size(); ++next_to_launch_) {
+    Bucket& b = buckets_[next_to_launch_];
+    b.pending = 0;
+    launch_locked(b);
+  }
+  lock.unlock();
+
+  at::NoGradGuard no_grad;
+  const double world = static_cast<double>(comm_.size());
+  for (Bucket& b : buckets_) {
+    b.work.wait();
+    if (b.wire.data_ptr() != b.flat.data_ptr()) b.flat.copy_(b.wire);
+    if (world > 1) b.flat.div_(world);  // the parameters' .grad are views of b.flat
+  }
+}
+
+}  // namespace trainbench::worker

@@ -1,0 +1,85 @@
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/csrc/autograd/function.h>
+
+#include <cstdint>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "worker/process_group.hpp"
+
+namespace trainbench::worker {
+
+/// trainbench's own DDP gradient reducer (instead of c10d::Reducer: one code path for
+/// libtorch 1.13 and 2.x).
+///
+/// Parameters are assigned to flat buckets in reverse registration order; a bucket holds at
+/// most bucket_cap_mb MiB (a parameter bigger than that gets a bucket of its own). Each
+/// parameter's .grad is a view into its bucket (DDP's gradient_as_bucket_view), so autograd
+/// accumulates straight into the bucket and no gradient is copied. A post-hook on each
+/// parameter's grad accumulator marks it ready after accumulation; a full bucket is all-reduced
+/// (SUM, asynchronously), strictly in bucket index order on every rank. finish_backward()
+/// launches the rest (parameters that got no gradient keep the zeros of zero_grad()), waits and
+/// divides by the world size in place. Optional compression casts a bucket to fp16/bf16 for
+/// the all-reduce only.
+class DdpReducer {
+ public:
+  /// `params` in registration order. `compression`: none | fp16 | bf16. Issues one probe
+  /// collective when compression is on (so every rank must construct it at the same point).
+  DdpReducer(std::vector<at::Tensor> params, Communicator& comm, double bucket_cap_mb,
+             const std::string& compression);
+  ~DdpReducer();
+  DdpReducer(const DdpReducer&) = delete;
+  DdpReducer& operator=(const DdpReducer&) = delete;
+
+  /// Zeroes every bucket, i.e. every parameter's .grad (use instead of the optimizer's
+  /// zero_grad(), which would try to detach the bucket views).
+  void zero_grad();
+  /// Arms the hooks for the next backward pass.
+  void prepare_for_backward();
+  /// Completes the reduction after loss.backward() returned.
+  void finish_backward();
+
+  std::size_t bucket_count() const { return buckets_.size(); }
+
+ private:
+  struct Slot {
+    std::size_t bucket = 0;
+    std::int64_t offset = 0;  ///< in elements, inside the bucket
+    std::int64_t numel = 0;
+    bool ready = false;
+  };
+  struct Bucket {
+    std::vector<std::size_t> params;
+    at::Tensor flat;       ///< gradients, parameter dtype
+    at::Tensor wire;       ///< what is all-reduced (flat, or its compressed copy)
+    std::size_t pending = 0;
+    bool launched = false;
+    PendingCollective work;
+  };
+
+  void on_gradient_ready(std::size_t param_index);
+  at::Tensor grad_view(std::size_t param_index) const;
+  void launch_ready_buckets_locked();
+  void launch_locked(Bucket& bucket);
+  void check_compression_supported();
+
+  std::vector<at::Tensor> params_;
+  /// The grad accumulators must be kept alive, or their hooks vanish with them.
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<std::uintptr_t> hook_handles_;
+  Communicator& comm_;
+  at::ScalarType wire_dtype_;
+  std::string compression_;
+  std::vector<Slot> slots_;
+  std::vector<Bucket> buckets_;
+  std::size_t next_to_launch_ = 0;
+  bool armed_ = false;
+  std::mutex mutex_;
+};
+
+}  // namespace trainbench::worker

@@ -1,0 +1,132 @@
+// trainbench-worker: one rank of one trainbench run (a DDP benchmark step loop on libtorch).
+//
+// Usage:
+//   trainbench-worker                        run one rank (environment below)
+//   trainbench-worker --describe-model NAME  print {"model","parameters","buffers"} as JSON
+//                                            (default RunConfig; element counts) and exit
+//
+// Environment:
+//   TRAINBENCH_RUN_CONFIG     the RunConfig as JSON (core/run_config.hpp), required
+//   MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK, LOCAL_WORLD_SIZE,
+//   NODE_RANK (alias GROUP_RANK)   torchrun-style placement; or Slurm's SLURM_PROCID,
+//                             SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID (see rank_env.hpp)
+//   TRAINBENCH_RESULT_FILE    rank 0 writes the RunResult JSON there atomically (tmp +
+//                             rename); unset: printed to stdout
+//   TRAINBENCH_PROGRESS_FILE  rank 0 rewrites it atomically after every step with
+//                             {"phase":"warmup"|"measure","repeat":r,"repeats":R,"step":k,
+//                              "steps":N,"secPerIter":s}; k is 1-based; r is 0 during warmup
+//                             and 1..R while measuring
+//
+// Test hooks:
+//   TRAINBENCH_DUMP_PARAMS=PREFIX        every rank writes its final parameters, flattened in
+//                                        registration order, as raw little-endian float32 to
+//                                        PREFIX.rank<R>.bin
+//   TRAINBENCH_REFERENCE_WORLD_SIZE=W    paradigm none, world size 1 only: train on the
+//                                        concatenation of the batches ranks 0..W-1 would
+//                                        generate (the global batch DDP must be equivalent to)
+//
+// Exit status: 0 success; 2 bad environment or config; 1 any other error. Errors are printed
+// to stderr as "trainbench-worker rank R: <message>".
+
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/run_config.hpp"
+#include "worker/model_summary.hpp"
+#include "worker/rank_env.hpp"
+#include "worker/train_loop.hpp"
+#include "worker/worker_error.hpp"
+
+namespace {
+
+using trainbench::worker::ConfigError;
+
+constexpr int kExitError = 1;
+constexpr int kExitConfig = 2;
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? std::string() : std::string(v);
+}
+
+trainbench::RunConfig config_from_env() {
+  const char* text = std::getenv("TRAINBENCH_RUN_CONFIG");
+  if (text == nullptr) throw ConfigError("environment variable TRAINBENCH_RUN_CONFIG is not set");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(std::string("TRAINBENCH_RUN_CONFIG is not valid JSON: ") + e.what());
+  }
+  try {
+    return trainbench::run_config_from_json(j);
+  } catch (const std::exception& e) {
+    throw ConfigError(std::string("TRAINBENCH_RUN_CONFIG: ") + e.what());
+  }
+}
+
+trainbench::worker::WorkerOptions options_from_env() {
+  trainbench::worker::WorkerOptions o;
+  o.result_file = env_or_empty("TRAINBENCH_RESULT_FILE");
+  o.progress_file = env_or_empty("TRAINBENCH_PROGRESS_FILE");
+  o.dump_params_prefix = env_or_empty("TRAINBENCH_DUMP_PARAMS");
+  const std::string ref = env_or_empty("TRAINBENCH_REFERENCE_WORLD_SIZE");
+  if (!ref.empty()) {
+    const auto w = trainbench::worker::parse_int(ref);
+    if (!w || *w < 1) {
+      throw ConfigError("TRAINBENCH_REFERENCE_WORLD_SIZE must be an integer >= 1, got '" + ref + "'");
+    }
+    o.reference_world_size = *w;
+  }
+  return o;
+}
+
+int describe_model(const std::string& name) {
+  const auto s = trainbench::worker::summarize_model(name, trainbench::RunConfig{});
+  std::cout << nlohmann::json{{"model", s.model}, {"parameters", s.parameters}, {"buffers", s.buffers}}.dump()
+            << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before the rank is known, errors name the raw RANK (or "?").
+  std::string rank_label = env_or_empty("RANK");
+  if (rank_label.empty()) rank_label = env_or_empty("SLURM_PROCID");
+  if (rank_label.empty()) rank_label = "?";
+  try {
+    const std::string arg1 = argc > 1 ? argv[1] : "";
+    if (arg1 == "--describe-model") {
+      if (argc != 3) throw ConfigError("usage: trainbench-worker --describe-model NAME");
+      return describe_model(argv[2]);
+    }
+    if (arg1 == "--help" || arg1 == "-h") {
+      std::cout << "usage: trainbench-worker [--describe-model NAME]\n"
+                   "Runs one rank of a trainbench run; configured through TRAINBENCH_RUN_CONFIG\n"
+                   "and torchrun/Slurm environment variables.\n";
+      return 0;
+    }
+    if (argc > 1) throw ConfigError("unexpected argument '" + arg1 + "' (see --help)");
+
+    const auto env = trainbench::worker::rank_env_from_process();
+    rank_label = std::to_string(env.rank);
+    const auto config = config_from_env();
+    const auto options = options_from_env();
+    trainbench::worker::run_worker(env, config, options);
+    return 0;
+  } catch (const ConfigError& e) {
+    std::cerr << "trainbench-worker rank " << rank_label << ": " << e.what() << std::endl;
+    return kExitConfig;
+  } catch (const std::exception& e) {
+    std::cerr << "trainbench-worker rank " << rank_label << ": " << e.what() << std::endl;
+    return kExitError;
+  } catch (...) {
+    std::cerr << "trainbench-worker rank " << rank_label << ": unknown error" << std::endl;
+    return kExitError;
+  }
+}

@@ -1,0 +1,147 @@
+#include "worker/process_group.hpp"
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <map>
+
+#include "worker/torch_compat.hpp"
+#include "worker/worker_error.hpp"
+
+namespace trainbench::worker {
+
+void PendingCollective::wait() {
+  if (!wait_) return;
+  auto fn = std::move(wait_);
+  wait_ = nullptr;
+  fn();
+}
+
+struct Communicator::Impl {
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<compat::CommBackend> backend;
+  std::string backend_name;
+  std::chrono::milliseconds timeout{0};
+  int rank = 0;
+  int size = 1;
+};
+
+namespace {
+
+bool is_loopback(const std::string& addr) {
+  return addr == "localhost" || addr == "::1" || addr.rfind("127.", 0) == 0;
+}
+
+void wait_work(const compat::WorkPtr& work, std::chrono::milliseconds timeout) {
+  try {
+    work->wait(timeout);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error("collective failed: " + compat::error_message(e));
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Communicator> Communicator::create(const RankEnv& env, const RunConfig& config) {
+  auto impl = std::make_unique<Impl>();
+  impl->rank = env.rank;
+  impl->size = env.world_size;
+  impl->backend_name = config.backend;
+  impl->timeout = std::chrono::seconds(config.collective_timeout_seconds);
+  try {
+    c10d::TCPStoreOptions opts;
+    opts.port = static_cast<std::uint16_t>(env.master_port);
+    opts.isServer = env.rank == 0;
+    opts.numWorkers = static_cast<std::size_t>(env.world_size);
+    opts.waitWorkers = true;
+    opts.timeout = impl->timeout;
+    impl->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
+
+    if (config.backend == "gloo") {
+      auto options = c10d::ProcessGroupGloo::Options::create(impl->timeout);
+      options->devices.push_back(is_loopback(env.master_addr)
+                                     ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                     : c10d::ProcessGroupGloo::createDefaultDevice());
+      impl->backend =
+          c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, env.rank, env.world_size, options);
+    } else if (config.backend == "nccl") {
+#ifdef USE_C10D_NCCL
+      compat::cuda_set_device(env.local_rank);
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = impl->timeout;
+      impl->backend =
+          c10::make_intrusive<c10d::ProcessGroupNCCL>(impl->store, env.rank, env.world_size, options);
+#else
+      throw ConfigError("backend nccl: this trainbench-worker was built without NCCL");
+#endif
+    } else {
+      throw ConfigError("unknown backend '" + config.backend + "' (expected gloo or nccl)");
+    }
+  } catch (const c10::Error& e) {
+    throw std::runtime_error("rendezvous at " + env.master_addr + ":" +
+                             std::to_string(env.master_port) + " failed: " + compat::error_message(e));
+  }
+  return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
+}
+
+Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Communicator::~Communicator() = default;
+
+int Communicator::rank() const { return impl_->rank; }
+int Communicator::size() const { return impl_->size; }
+const std::string& Communicator::backend_name() const { return impl_->backend_name; }
+
+PendingCollective Communicator::allreduce_sum(at::Tensor tensor) {
+  std::vector<at::Tensor> tensors{std::move(tensor)};
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = c10d::ReduceOp::SUM;
+  compat::WorkPtr work;
+  try {
+    work = impl_->backend->allreduce(tensors, opts);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error("all-reduce failed: " + compat::error_message(e));
+  }
+  const auto timeout = impl_->timeout;
+  return PendingCollective([work, timeout] { wait_work(work, timeout); });
+}
+
+void Communicator::broadcast(const std::vector<at::Tensor>& tensors, int root) {
+  // One flat tensor per dtype (gloo broadcasts one tensor per call), in a fixed order.
+  std::map<int, std::vector<at::Tensor>> by_dtype;
+  for (const auto& t : tensors) by_dtype[static_cast<int>(t.scalar_type())].push_back(t);
+  for (auto& [dtype, group] : by_dtype) {
+    std::vector<at::Tensor> flat_parts;
+    flat_parts.reserve(group.size());
+    for (const auto& t : group) flat_parts.push_back(t.detach().reshape({-1}));
+    std::vector<at::Tensor> flat{at::cat(flat_parts)};
+    c10d::BroadcastOptions opts;
+    opts.rootRank = root;
+    try {
+      wait_work(impl_->backend->broadcast(flat, opts), impl_->timeout);
+    } catch (const c10::Error& e) {
+      throw std::runtime_error("broadcast failed: " + compat::error_message(e));
+    }
+    if (impl_->rank == root) continue;
+    int64_t offset = 0;
+    at::NoGradGuard no_grad;
+    for (const auto& t : group) {
+      const int64_t n = t.numel();
+      t.detach().copy_(flat[0].narrow(0, offset, n).view(t.sizes()));
+      offset += n;
+    }
+  }
+}
+
+at::Tensor Communicator::allgather(const at::Tensor& tensor) {
+  std::vector<at::Tensor> input{tensor.contiguous()};
+  std::vector<std::vector<at::Tensor>> output(1);
+  for (int r = 0; r < impl_->size; ++r) output[0].push_back(at::empty_like(input[0]));
+  try {
+    wait_work(impl_->backend->allgather(output, input), impl_->timeout);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error("all-gather failed: " + compat::error_message(e));
+  }
+  return at::stack(output[0]);
+}
+
+}  // namespace trainbench::worker

@@ -1,0 +1,305 @@
+#include "worker/train_loop.hpp"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/run_result.hpp"
+#include "core/version.hpp"
+#include "worker/ddp_reducer.hpp"
+#include "worker/models.hpp"
+#include "worker/output_files.hpp"
+#include "worker/process_group.hpp"
+#include "worker/system_probe.hpp"
+#include "worker/torch_compat.hpp"
+#include "worker/worker_error.hpp"
+
+namespace trainbench::worker {
+namespace {
+
+void validate(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
+  auto fail = [](const std::string& m) { throw ConfigError("run config: " + m); };
+  if (c.paradigm != "none" && c.paradigm != "ddp") {
+    fail("paradigm must be none or ddp, got '" + c.paradigm + "'");
+  }
+  if (env.world_size != c.world_size()) {
+    fail("the environment says world size " + std::to_string(env.world_size) +
+         " but the config has " + std::to_string(c.nodes) + " node(s) x " +
+         std::to_string(c.devices_per_node) + " device(s)");
+  }
+  if (c.paradigm == "none" && env.world_size != 1) {
+    fail("paradigm none runs a single process, got world size " + std::to_string(env.world_size));
+  }
+  if (c.device != "cpu" && c.device != "cuda") fail("device must be cpu or cuda, got '" + c.device + "'");
+  if (c.paradigm == "ddp" && c.backend != "gloo" && c.backend != "nccl") {
+    fail("backend must be gloo or nccl, got '" + c.backend + "'");
+  }
+  if (c.batch_size_per_device < 1) fail("batchSizePerDevice must be >= 1");
+  if (c.warmup_steps < 0) fail("warmupSteps must be >= 0");
+  if (c.measure_steps < 1) fail("measureSteps must be >= 1");
+  if (c.repeats < 1) fail("repeats must be >= 1");
+  if (c.threads_per_process < 1) fail("threadsPerProcess must be >= 1 (resolved)");
+  if (!(c.learning_rate >= 0) || !std::isfinite(c.learning_rate)) fail("learningRate must be >= 0");
+  if (c.collective_timeout_seconds < 1) fail("collectiveTimeoutSeconds must be >= 1");
+  if (o.reference_world_size != 0 && (c.paradigm != "none" || env.world_size != 1)) {
+    throw ConfigError("TRAINBENCH_REFERENCE_WORLD_SIZE needs paradigm none and world size 1");
+  }
+  if (o.reference_world_size < 0) throw ConfigError("TRAINBENCH_REFERENCE_WORLD_SIZE must be >= 1");
+}
+
+std::optional<at::ScalarType> autocast_dtype(const RunConfig& c) {
+  if (c.precision == "fp32") return std::nullopt;
+  if (c.precision == "bf16") return at::kBFloat16;
+  if (c.precision == "fp16") {
+    if (c.device != "cuda") throw ConfigError("run config: precision fp16 needs device cuda");
+    return at::kHalf;
+  }
+  throw ConfigError("run config: precision must be fp32, bf16 or fp16, got '" + c.precision + "'");
+}
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+struct Batch {
+  torch::Tensor inputs;
+  torch::Tensor targets;
+};
+
+/// The batch rank `rank` trains on: randn inputs, randint targets, from a CPU generator seeded
+/// by (seed, rank) -- independent of the global seed used for the model.
+Batch rank_batch(const BenchModel& model, const RunConfig& c, int rank) {
+  at::Generator gen =
+      at::detail::createCPUGenerator(splitmix64(c.seed ^ splitmix64(static_cast<std::uint64_t>(rank) + 1)));
+  std::vector<std::int64_t> shape{c.batch_size_per_device};
+  for (auto d : model.example_shape()) shape.push_back(d);
+  Batch b;
+  b.inputs = at::randn(shape, gen, at::TensorOptions().dtype(at::kFloat));
+  b.targets = at::randint(0, model.num_classes(), {c.batch_size_per_device}, gen,
+                          at::TensorOptions().dtype(at::kLong));
+  return b;
+}
+
+Batch make_batch(const BenchModel& model, const RunConfig& c, int rank, int reference_world,
+                 const torch::Device& device) {
+  Batch b;
+  if (reference_world > 0) {
+    std::vector<torch::Tensor> xs, ys;
+    for (int r = 0; r < reference_world; ++r) {
+      Batch part = rank_batch(model, c, r);
+      xs.push_back(part.inputs);
+      ys.push_back(part.targets);
+    }
+    b.inputs = torch::cat(xs);
+    b.targets = torch::cat(ys);
+  } else {
+    b = rank_batch(model, c, rank);
+  }
+  b.inputs = b.inputs.to(device);
+  b.targets = b.targets.to(device);
+  return b;
+}
+
+void write_progress(const std::string& path, const char* phase, int repeat, int repeats, int step,
+                    int steps, double seconds) {
+  nlohmann::json j{{"phase", phase}, {"repeat", repeat},   {"repeats", repeats},
+                   {"step", step},   {"steps", steps},     {"secPerIter", seconds}};
+  write_file_atomically(path, j.dump() + "\n");
+}
+
+void dump_parameters(const std::string& prefix, int rank, const std::vector<torch::Tensor>& params) {
+  std::vector<float> values;
+  for (const auto& p : params) {
+    torch::Tensor flat = p.detach().to(torch::kCPU, torch::kFloat).contiguous().reshape({-1});
+    const float* data = flat.data_ptr<float>();
+    values.insert(values.end(), data, data + flat.numel());
+  }
+  write_float32_file(prefix + ".rank" + std::to_string(rank) + ".bin", values);
+}
+
+EnvironmentInfo environment_info(const RunConfig& c, const torch::Device& device) {
+  EnvironmentInfo e;
+  e.trainbench_version = kVersion;
+  e.libtorch_version = TORCH_VERSION;
+  e.cuda_version = compat::cuda_version();
+  e.backend = c.backend;
+  e.device = c.device;
+  e.device_name = device.is_cuda() ? compat::cuda_device_name(device.index()) : cpu_model_name();
+  e.blas = loaded_blas_library();
+  e.hostname = host_name();
+  e.threads_per_process = c.threads_per_process;
+  return e;
+}
+
+void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
+  validate(env, c, o);
+  const auto precision = autocast_dtype(c);
+  torch::set_num_threads(c.threads_per_process);
+  try {
+    at::set_num_interop_threads(1);  // only allowed before inter-op work started
+  } catch (const c10::Error&) {
+  }
+
+  torch::Device device(torch::kCPU);
+  if (c.device == "cuda") {
+    if (!compat::kBuiltWithCuda || !torch::cuda::is_available()) {
+      throw ConfigError("run config: device cuda, but " +
+                        std::string(compat::kBuiltWithCuda ? "no CUDA device is available"
+                                                           : "this worker was built without CUDA"));
+    }
+    compat::cuda_set_device(env.local_rank);
+    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
+  }
+  const bool ddp = c.paradigm == "ddp";
+
+  std::unique_ptr<Communicator> comm;
+  if (ddp) comm = Communicator::create(env, c);
+  const int world = env.world_size;
+
+  torch::manual_seed(c.seed);  // same initial model on every rank
+  std::shared_ptr<BenchModel> model = build_model(c.model, c);
+  model->to(device);
+  model->train();
+  const std::vector<torch::Tensor> params = model->parameters();
+  const std::vector<torch::Tensor> buffers = model->buffers();
+  std::int64_t parameter_count = 0;
+  for (const auto& p : params) parameter_count += p.numel();
+
+  std::unique_ptr<DdpReducer> reducer;
+  if (ddp) {
+    if (world > 1) {
+      std::vector<torch::Tensor> state = params;
+      state.insert(state.end(), buffers.begin(), buffers.end());
+      comm->broadcast(state, 0);
+    }
+    reducer = std::make_unique<DdpReducer>(params, *comm, c.ddp.bucket_cap_mb,
+                                           c.ddp.gradient_compression);
+  }
+  const bool sync_buffers = ddp && c.ddp.broadcast_buffers && world > 1 && !buffers.empty();
+
+  const Batch batch = make_batch(*model, c, env.rank, o.reference_world_size, device);
+  torch::optim::SGD optimizer(params, torch::optim::SGDOptions(c.learning_rate).momentum(0.9));
+  if (device.is_cuda()) compat::cuda_reset_peak_memory(device.index());
+
+  double last_loss = 0;
+  int step_number = 0;
+  auto train_step = [&]() -> double {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (sync_buffers) comm->broadcast(buffers, 0);
+    if (reducer) {
+      reducer->zero_grad();
+      reducer->prepare_for_backward();
+    } else {
+      optimizer.zero_grad();
+    }
+    torch::Tensor loss;
+    {
+      std::optional<compat::AutocastScope> autocast;
+      if (precision) autocast.emplace(device.type(), *precision);
+      torch::Tensor logits = model->forward(batch.inputs);
+      loss = torch::nn::functional::cross_entropy(logits, batch.targets);
+    }
+    loss.backward();
+    if (reducer) reducer->finish_backward();
+    optimizer.step();
+    if (device.is_cuda()) compat::cuda_synchronize(device.index());
+    const auto t1 = std::chrono::steady_clock::now();
+    ++step_number;
+    last_loss = loss.item<double>();
+    if (!std::isfinite(last_loss)) {
+      std::ostringstream msg;
+      msg << "loss is not finite (" << last_loss << ") at step " << step_number;
+      throw std::runtime_error(msg.str());
+    }
+    return std::chrono::duration<double>(t1 - t0).count();
+  };
+
+  const bool report_progress = env.rank == 0 && !o.progress_file.empty();
+  for (int s = 1; s <= c.warmup_steps; ++s) {
+    const double sec = train_step();
+    if (report_progress) write_progress(o.progress_file, "warmup", 0, c.repeats, s, c.warmup_steps, sec);
+  }
+  std::vector<std::vector<double>> step_seconds(static_cast<std::size_t>(c.repeats));
+  for (int r = 1; r <= c.repeats; ++r) {
+    auto& times = step_seconds[static_cast<std::size_t>(r - 1)];
+    times.reserve(static_cast<std::size_t>(c.measure_steps));
+    for (int s = 1; s <= c.measure_steps; ++s) {
+      times.push_back(train_step());
+      if (report_progress) {
+        write_progress(o.progress_file, "measure", r, c.repeats, s, c.measure_steps, times.back());
+      }
+    }
+  }
+  const std::int64_t peak_memory =
+      device.is_cuda() ? compat::cuda_peak_memory_bytes(device.index()) : peak_rss_bytes();
+
+  if (!o.dump_params_prefix.empty()) dump_parameters(o.dump_params_prefix, env.rank, params);
+
+  // Gather: one row of doubles per rank.
+  std::vector<double> row{static_cast<double>(env.rank), static_cast<double>(env.node_rank),
+                          static_cast<double>(env.local_rank), static_cast<double>(peak_memory),
+                          last_loss};
+  for (const auto& rep : step_seconds) row.insert(row.end(), rep.begin(), rep.end());
+  torch::Tensor mine = torch::tensor(row, torch::TensorOptions().dtype(torch::kDouble));
+  torch::Tensor all;
+  if (comm) {
+    all = comm->allgather(comm->backend_name() == "nccl" ? mine.to(device) : mine).to(torch::kCPU);
+  } else {
+    all = mine.unsqueeze(0);
+  }
+  if (env.rank != 0) return;
+
+  RunResult result;
+  result.run_index = c.index;
+  result.world_size = world;
+  result.parameter_count = parameter_count;
+  result.ddp_bucket_count = reducer ? static_cast<int>(reducer->bucket_count()) : 0;
+  result.environment = environment_info(c, device);
+  all = all.contiguous();
+  const double* data = all.data_ptr<double>();
+  const std::int64_t width = all.size(1);
+  for (std::int64_t k = 0; k < all.size(0); ++k) {
+    const double* x = data + k * width;
+    RankResult rr;
+    rr.rank = static_cast<int>(x[0]);
+    rr.node_rank = static_cast<int>(x[1]);
+    rr.local_rank = static_cast<int>(x[2]);
+    rr.peak_memory_bytes = static_cast<std::int64_t>(x[3]);
+    rr.final_loss = x[4];
+    std::size_t pos = 5;
+    for (int r = 0; r < c.repeats; ++r) {
+      rr.step_seconds.emplace_back(x + pos, x + pos + c.measure_steps);
+      pos += static_cast<std::size_t>(c.measure_steps);
+    }
+    result.ranks.push_back(std::move(rr));
+  }
+  const std::string text = to_json(result).dump(2) + "\n";
+  if (o.result_file.empty()) {
+    std::cout << text << std::flush;
+  } else {
+    write_file_atomically(o.result_file, text);
+  }
+}
+
+}  // namespace
+
+void run_worker(const RankEnv& env, const RunConfig& config, const WorkerOptions& options) {
+  try {
+    run(env, config, options);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(compat::error_message(e));
+  }
+}
+
+}  // namespace trainbench::worker

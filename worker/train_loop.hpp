@@ -1,0 +1,23 @@
+#pragma once
+
+#include <string>
+
+#include "core/run_config.hpp"
+#include "worker/rank_env.hpp"
+
+namespace trainbench::worker {
+
+/// What the worker reads from its environment besides the rank placement and the config.
+struct WorkerOptions {
+  std::string result_file;         ///< TRAINBENCH_RESULT_FILE; empty: rank 0 prints to stdout
+  std::string progress_file;       ///< TRAINBENCH_PROGRESS_FILE; empty: no progress
+  std::string dump_params_prefix;  ///< TRAINBENCH_DUMP_PARAMS; empty: no dump
+  int reference_world_size = 0;    ///< TRAINBENCH_REFERENCE_WORLD_SIZE; 0: off
+};
+
+/// Runs one rank of one benchmark run: rendezvous (paradigm ddp), model, synthetic data,
+/// warmup + timed steps, gather to rank 0, result/progress/dump files.
+/// Throws ConfigError for a bad config/environment, std::runtime_error otherwise.
+void run_worker(const RankEnv& env, const RunConfig& config, const WorkerOptions& options);
+
+}  // namespace trainbench::worker
