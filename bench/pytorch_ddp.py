@@ -13,7 +13,22 @@ import argparse
 import json
 import os
 import socket
+import sys
 import time
+
+
+def _pin_threads():
+    # Same thread settings as trainbench's ranks (and torchrun): OpenBLAS and OpenMP read these
+    # at load time, so they must be set before torch is imported.
+    n = "1"
+    for i, a in enumerate(sys.argv):
+        if a == "--threads" and i + 1 < len(sys.argv):
+            n = sys.argv[i + 1]
+    os.environ["OMP_NUM_THREADS"] = n
+    os.environ["OPENBLAS_NUM_THREADS"] = n
+
+
+_pin_threads()
 
 import numpy as np
 import torch

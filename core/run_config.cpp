@@ -151,6 +151,8 @@ std::map<std::string, std::string> rank_environment(const RunConfig& run, const 
       {"NODE_RANK", std::to_string(p.node_rank)},
       {"GROUP_RANK", std::to_string(p.node_rank)},
       {"OMP_NUM_THREADS", std::to_string(run.threads_per_process)},
+      // OpenBLAS keeps its own pool, sized from OMP_NUM_THREADS unless this is set.
+      {"OPENBLAS_NUM_THREADS", std::to_string(run.threads_per_process)},
       {"TRAINBENCH_RUN_CONFIG", to_json(run).dump()},
   };
 }

@@ -62,7 +62,7 @@ struct RankPlacement {
 std::vector<RankPlacement> placements(const RunConfig& run);
 
 /// torchrun-compatible environment for one rank: MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK,
-/// LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK, GROUP_RANK, OMP_NUM_THREADS and
+/// LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK, GROUP_RANK, OMP_NUM_THREADS, OPENBLAS_NUM_THREADS and
 /// TRAINBENCH_RUN_CONFIG (the RunConfig as JSON).
 std::map<std::string, std::string> rank_environment(const RunConfig& run, const RankPlacement& p,
                                                     const std::string& master_addr, int master_port);

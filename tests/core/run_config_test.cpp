@@ -52,6 +52,7 @@ TEST(Plan, RankEnvironmentFollowsTorchrun) {
   EXPECT_EQ(env.at("NODE_RANK"), "1");
   EXPECT_EQ(env.at("GROUP_RANK"), "1");
   EXPECT_EQ(env.at("OMP_NUM_THREADS"), "1");
+  EXPECT_EQ(env.at("OPENBLAS_NUM_THREADS"), "1");
   const RunConfig back = run_config_from_json(nlohmann::json::parse(env.at("TRAINBENCH_RUN_CONFIG")));
   EXPECT_EQ(back.label(), "2M/3G");
   EXPECT_EQ(back.mlp.hidden_sizes, run.mlp.hidden_sizes);
