@@ -24,10 +24,14 @@ cases=(
   "resnet18|8|    imageSize: 224|--image-size 224"
 )
 
-p50() { $PY -c 'import json,sys; print("%.4f" % json.load(sys.stdin)["secPerIter"]["p50"])'; }
+p50() { $PY -c 'import json,sys; print("%.4f" % json.loads(sys.stdin.read().strip().splitlines()[-1])["secPerIter"]["p50"])'; }
 
-echo "| model | batch/rank | threads/rank | configuration | trainbench C++ p50 s/iter | PyTorch Python p50 s/iter | C++ / Python |"
-echo "| --- | --- | --- | --- | --- | --- | --- |"
+# The worker keeps freed memory in the heap (worker/system_probe.hpp); give Python the same policy
+# through glibc's tunables for the like-for-like column, and show glibc's default too.
+SAME_MALLOC="glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=2147483647"
+
+echo "| model | batch/rank | threads/rank | configuration | trainbench C++ p50 s/iter | PyTorch Python p50 s/iter, same allocator policy | C++ / Python | PyTorch Python p50 s/iter, glibc default |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 for c in "${cases[@]}"; do
   IFS='|' read -r model batch extra pyargs <<<"$c"
   cat >"$out/job.yaml" <<YAML
@@ -52,15 +56,18 @@ YAML
   common=(--model "$model" --batch "$batch" --threads "$THREADS" --warmup "$WARMUP" --steps "$STEPS" --repeats "$REPEATS")
   # shellcheck disable=SC2206
   extra_py=($pyargs)
-  py_none=$($PY bench/pytorch_ddp.py "${common[@]}" "${extra_py[@]}" --no-ddp | p50)
-  py_ddp1=$($PY bench/pytorch_ddp.py "${common[@]}" "${extra_py[@]}" --world-size 1 | p50)
-  py_ddp2=$($PY bench/pytorch_ddp.py "${common[@]}" "${extra_py[@]}" --world-size 2 | p50)
-  i=0
-  for py in "$py_none" "$py_ddp1" "$py_ddp2"; do
+  py=()
+  pydef=()
+  for mode in "--no-ddp" "--world-size 1" "--world-size 2"; do
+    # shellcheck disable=SC2086
+    py+=("$(GLIBC_TUNABLES=$SAME_MALLOC $PY bench/pytorch_ddp.py "${common[@]}" "${extra_py[@]}" $mode | p50)")
+    # shellcheck disable=SC2086
+    pydef+=("$($PY bench/pytorch_ddp.py "${common[@]}" "${extra_py[@]}" $mode | p50)")
+  done
+  for i in 0 1 2; do
     label=$($PY -c "import json; r=json.load(open('$out/report.json'))['runs'][$i]; print(r['devices'] + ' -- ' + r['label'])")
     cpp=$($PY -c "import json; print('%.4f' % json.load(open('$out/report.json'))['runs'][$i]['secPerIter']['p50'])")
-    ratio=$($PY -c "print('%.3f' % ($cpp / $py))")
-    echo "| $model | $batch | $THREADS | $label | $cpp | $py | $ratio |"
-    i=$((i + 1))
+    ratio=$($PY -c "print('%.3f' % ($cpp / ${py[$i]}))")
+    echo "| $model | $batch | $THREADS | $label | $cpp | ${py[$i]} | $ratio | ${pydef[$i]} |"
   done
 done

@@ -13,6 +13,8 @@ PKGS=(
   libyaml-cpp-dev nlohmann-json3-dev
   libcpprest-dev libssl-dev prometheus-cpp-dev
   libopenblas0-pthread              # optimized BLAS (reference BLAS is ~5x slower)
+  libboost-dev openssl             # kubesim (tests' API-server emulator): Boost.Beast + TLS
+  libvalijson-dev                   # CRD openAPIV3Schema validation in tests
   libgtest-dev libgmock-dev
   procps                            # pgrep/ps, used by the process-leak tests
 )

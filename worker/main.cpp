@@ -17,6 +17,9 @@
 //                              "steps":N,"secPerIter":s}; k is 1-based; r is 0 during warmup
 //                             and 1..R while measuring
 //
+//   TRAINBENCH_MALLOC=system   keep glibc's default of returning large freed blocks to the
+//                             kernel (by default the worker keeps them: see system_probe.hpp)
+//
 // Test hooks:
 //   TRAINBENCH_DUMP_PARAMS=PREFIX        every rank writes its final parameters, flattened in
 //                                        registration order, as raw little-endian float32 to
@@ -38,6 +41,7 @@
 #include "core/run_config.hpp"
 #include "worker/model_summary.hpp"
 #include "worker/rank_env.hpp"
+#include "worker/system_probe.hpp"
 #include "worker/train_loop.hpp"
 #include "worker/worker_error.hpp"
 
@@ -95,6 +99,7 @@ int describe_model(const std::string& name) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  trainbench::worker::retain_freed_memory();
   // Before the rank is known, errors name the raw RANK (or "?").
   std::string rank_label = env_or_empty("RANK");
   if (rank_label.empty()) rank_label = env_or_empty("SLURM_PROCID");

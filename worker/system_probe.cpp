@@ -1,5 +1,9 @@
 #include "worker/system_probe.hpp"
 
+#include <malloc.h>
+
+#include <limits>
+
 #include <link.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -72,6 +76,14 @@ std::string host_name() {
   std::array<char, 256> buf{};
   if (gethostname(buf.data(), buf.size() - 1) != 0) return "unknown";
   return std::string(buf.data());
+}
+
+bool retain_freed_memory() {
+  const char* mode = std::getenv("TRAINBENCH_MALLOC");  // NOLINT(concurrency-mt-unsafe): before threads start
+  if (mode != nullptr && std::string(mode) == "system") return false;
+  const bool no_mmap = mallopt(M_MMAP_MAX, 0) == 1;
+  const bool no_trim = mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max()) == 1;
+  return no_mmap && no_trim;
 }
 
 }  // namespace trainbench::worker

@@ -16,6 +16,13 @@ std::string loaded_blas_library();
 /// Peak resident set size of this process in bytes (getrusage ru_maxrss).
 std::int64_t peak_rss_bytes();
 
+/// Makes glibc keep freed memory for reuse instead of returning it to the kernel: no mmap for
+/// large blocks, no heap trimming. libtorch's CPU allocator frees every step's large
+/// temporaries (a 4096x4096 gradient is 64 MiB, above glibc's 32 MiB mmap ceiling), and mapping
+/// them afresh each step costs a page fault per 4 KiB: measured here as 40% of an MLP step.
+/// Off when TRAINBENCH_MALLOC=system. Returns whether it was applied.
+bool retain_freed_memory();
+
 /// gethostname(), "unknown" on failure.
 std::string host_name();
 
