@@ -26,8 +26,27 @@ Percentiles pct_from_json(const nlohmann::json& j, const std::string& path) {
   return p;
 }
 
-/// Fills the measured part of a run's report from the workers' result.
-void summarize(const RunConfig& cfg, const RunResult& result, RunReport& run) {
+}  // namespace
+
+RunReport failed_run(const RunConfig& cfg, const std::string& error) {
+  RunReport run;
+  run.index = cfg.index;
+  run.label = cfg.label();
+  run.devices_label = cfg.devices_label();
+  run.nodes = cfg.nodes;
+  run.devices_per_node = cfg.devices_per_node;
+  run.world_size = cfg.world_size();
+  run.paradigm = cfg.paradigm;
+  run.bucket_cap_mb = cfg.ddp.bucket_cap_mb;
+  run.phase = "Failed";
+  run.error = error.empty() ? "no result" : error;
+  return run;
+}
+
+RunReport summarize_run(const RunConfig& cfg, const RunResult& result) {
+  RunReport run = failed_run(cfg, "");
+  run.phase = "Succeeded";
+  run.error.clear();
   if (result.ranks.empty()) throw std::runtime_error("run " + std::to_string(cfg.index) + ": result has no ranks");
   const std::size_t repeats = result.ranks.front().step_seconds.size();
   for (const auto& rk : result.ranks) {
@@ -56,13 +75,10 @@ void summarize(const RunConfig& cfg, const RunResult& result, RunReport& run) {
     run.max_peak_memory_bytes = std::max(run.max_peak_memory_bytes, rk.peak_memory_bytes);
     run.ranks.push_back(rr);
   }
+  return run;
 }
 
-}  // namespace
-
-Report build_report(const BenchmarkJob& job, const std::vector<RunConfig>& runs,
-                    const std::vector<RunOutcome>& outcomes) {
-  if (runs.size() != outcomes.size()) throw std::invalid_argument("build_report: one outcome per run is needed");
+Report assemble_report(const BenchmarkJob& job, std::vector<RunReport> runs, const EnvironmentInfo& environment) {
   Report rep;
   rep.job_name = job.metadata.name;
   rep.job_namespace = job.metadata.namespace_;
@@ -74,36 +90,8 @@ Report build_report(const BenchmarkJob& job, const std::vector<RunConfig>& runs,
   rep.repeats = job.benchmark.repeats;
   rep.bucket_cap_mb = job.benchmark.ddp.bucket_cap_mb;
   rep.gradient_compression = job.benchmark.ddp.gradient_compression;
-  bool have_env = false;
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    const RunConfig& cfg = runs[i];
-    RunReport run;
-    run.index = cfg.index;
-    run.label = cfg.label();
-    run.devices_label = cfg.devices_label();
-    run.nodes = cfg.nodes;
-    run.devices_per_node = cfg.devices_per_node;
-    run.world_size = cfg.world_size();
-    run.paradigm = cfg.paradigm;
-    run.bucket_cap_mb = cfg.ddp.bucket_cap_mb;
-    const RunOutcome& out = outcomes[i];
-    if (out.result && out.error.empty()) {
-      try {
-        summarize(cfg, *out.result, run);
-        if (!have_env) {
-          rep.environment = out.result->environment;
-          have_env = true;
-        }
-      } catch (const std::exception& e) {
-        run.phase = "Failed";
-        run.error = e.what();
-      }
-    } else {
-      run.phase = "Failed";
-      run.error = out.error.empty() ? "no result" : out.error;
-    }
-    rep.runs.push_back(std::move(run));
-  }
+  rep.environment = environment;
+  rep.runs = std::move(runs);
   // Baseline: the single-device "no ddp" run, else any single-device run.
   auto pick = [&rep](bool want_none) -> std::optional<int> {
     for (std::size_t i = 0; i < rep.runs.size(); ++i) {
@@ -116,6 +104,10 @@ Report build_report(const BenchmarkJob& job, const std::vector<RunConfig>& runs,
   };
   rep.baseline_run = pick(true);
   if (!rep.baseline_run) rep.baseline_run = pick(false);
+  for (auto& r : rep.runs) {
+    r.speedup.reset();
+    r.efficiency.reset();
+  }
   if (rep.baseline_run) {
     const double base = rep.runs[static_cast<std::size_t>(*rep.baseline_run)].examples_per_sec.p50;
     for (auto& r : rep.runs) {
@@ -127,43 +119,70 @@ Report build_report(const BenchmarkJob& job, const std::vector<RunConfig>& runs,
   return rep;
 }
 
+Report build_report(const BenchmarkJob& job, const std::vector<RunConfig>& runs,
+                    const std::vector<RunOutcome>& outcomes) {
+  if (runs.size() != outcomes.size()) throw std::invalid_argument("build_report: one outcome per run is needed");
+  std::vector<RunReport> reports;
+  EnvironmentInfo env;
+  bool have_env = false;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const RunOutcome& out = outcomes[i];
+    if (out.result && out.error.empty()) {
+      try {
+        reports.push_back(summarize_run(runs[i], *out.result));
+        if (!have_env) {
+          env = out.result->environment;
+          have_env = true;
+        }
+      } catch (const std::exception& e) {
+        reports.push_back(failed_run(runs[i], e.what()));
+      }
+    } else {
+      reports.push_back(failed_run(runs[i], out.error));
+    }
+  }
+  return assemble_report(job, std::move(reports), env);
+}
+
+nlohmann::json to_json(const RunReport& run) {
+  nlohmann::json j = {{"index", run.index},
+                      {"label", run.label},
+                      {"devices", run.devices_label},
+                      {"nodes", run.nodes},
+                      {"devicesPerNode", run.devices_per_node},
+                      {"worldSize", run.world_size},
+                      {"paradigm", run.paradigm},
+                      {"bucketCapMB", run.bucket_cap_mb},
+                      {"phase", run.phase}};
+  if (run.phase == "Succeeded") {
+    j["secPerIter"] = pct_json(run.sec_per_iter);
+    j["examplesPerSec"] = pct_json(run.examples_per_sec);
+    nlohmann::json reps = nlohmann::json::array();
+    for (const auto& p : run.repeats) reps.push_back(pct_json(p));
+    j["repeats"] = reps;
+    j["speedup"] = run.speedup ? nlohmann::json(*run.speedup) : nlohmann::json(nullptr);
+    j["efficiency"] = run.efficiency ? nlohmann::json(*run.efficiency) : nlohmann::json(nullptr);
+    j["parameterCount"] = run.parameter_count;
+    j["ddpBucketCount"] = run.ddp_bucket_count;
+    j["maxPeakMemoryBytes"] = run.max_peak_memory_bytes;
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const auto& rk : run.ranks) {
+      ranks.push_back({{"rank", rk.rank},
+                       {"nodeRank", rk.node_rank},
+                       {"localRank", rk.local_rank},
+                       {"secPerIter", pct_json(rk.sec_per_iter)},
+                       {"peakMemoryBytes", rk.peak_memory_bytes}});
+    }
+    j["ranks"] = ranks;
+  } else {
+    j["error"] = run.error;
+  }
+  return j;
+}
+
 nlohmann::json to_json(const Report& r) {
   nlohmann::json runs = nlohmann::json::array();
-  for (const auto& run : r.runs) {
-    nlohmann::json j = {{"index", run.index},
-                        {"label", run.label},
-                        {"devices", run.devices_label},
-                        {"nodes", run.nodes},
-                        {"devicesPerNode", run.devices_per_node},
-                        {"worldSize", run.world_size},
-                        {"paradigm", run.paradigm},
-                        {"bucketCapMB", run.bucket_cap_mb},
-                        {"phase", run.phase}};
-    if (run.phase == "Succeeded") {
-      j["secPerIter"] = pct_json(run.sec_per_iter);
-      j["examplesPerSec"] = pct_json(run.examples_per_sec);
-      nlohmann::json reps = nlohmann::json::array();
-      for (const auto& p : run.repeats) reps.push_back(pct_json(p));
-      j["repeats"] = reps;
-      j["speedup"] = run.speedup ? nlohmann::json(*run.speedup) : nlohmann::json(nullptr);
-      j["efficiency"] = run.efficiency ? nlohmann::json(*run.efficiency) : nlohmann::json(nullptr);
-      j["parameterCount"] = run.parameter_count;
-      j["ddpBucketCount"] = run.ddp_bucket_count;
-      j["maxPeakMemoryBytes"] = run.max_peak_memory_bytes;
-      nlohmann::json ranks = nlohmann::json::array();
-      for (const auto& rk : run.ranks) {
-        ranks.push_back({{"rank", rk.rank},
-                         {"nodeRank", rk.node_rank},
-                         {"localRank", rk.local_rank},
-                         {"secPerIter", pct_json(rk.sec_per_iter)},
-                         {"peakMemoryBytes", rk.peak_memory_bytes}});
-      }
-      j["ranks"] = ranks;
-    } else {
-      j["error"] = run.error;
-    }
-    runs.push_back(j);
-  }
+  for (const auto& run : r.runs) runs.push_back(to_json(run));
   return {{"schemaVersion", r.schema_version},
           {"kind", "BenchmarkReport"},
           {"job", {{"name", r.job_name}, {"namespace", r.job_namespace}}},
@@ -179,6 +198,50 @@ nlohmann::json to_json(const Report& r) {
           {"environment", to_json(r.environment)},
           {"baselineRun", r.baseline_run ? nlohmann::json(*r.baseline_run) : nlohmann::json(nullptr)},
           {"runs", runs}};
+}
+
+RunReport run_report_from_json(const nlohmann::json& rj, const std::string& p) {
+  jf::require_object(rj, p);
+  RunReport run;
+  run.index = static_cast<int>(jf::get_int(rj, "index", p));
+  run.label = jf::get_string(rj, "label", p);
+  run.devices_label = jf::get_string(rj, "devices", p);
+  run.nodes = static_cast<int>(jf::get_int(rj, "nodes", p));
+  run.devices_per_node = static_cast<int>(jf::get_int(rj, "devicesPerNode", p));
+  run.world_size = static_cast<int>(jf::get_int(rj, "worldSize", p));
+  run.paradigm = jf::get_string(rj, "paradigm", p);
+  run.bucket_cap_mb = jf::get_number(rj, "bucketCapMB", p);
+  run.phase = jf::get_string(rj, "phase", p);
+  if (run.phase == "Succeeded") {
+    run.sec_per_iter = pct_from_json(jf::member(rj, "secPerIter", p), p + ".secPerIter");
+    run.examples_per_sec = pct_from_json(jf::member(rj, "examplesPerSec", p), p + ".examplesPerSec");
+    const auto& reps = jf::get_array(rj, "repeats", p);
+    for (std::size_t k = 0; k < reps.size(); ++k) {
+      run.repeats.push_back(pct_from_json(reps[k], p + ".repeats[" + std::to_string(k) + "]"));
+    }
+    if (jf::has(rj, "speedup")) run.speedup = jf::get_number(rj, "speedup", p);
+    if (jf::has(rj, "efficiency")) run.efficiency = jf::get_number(rj, "efficiency", p);
+    run.parameter_count = jf::get_int(rj, "parameterCount", p);
+    run.ddp_bucket_count = static_cast<int>(jf::get_int(rj, "ddpBucketCount", p));
+    run.max_peak_memory_bytes = jf::get_int(rj, "maxPeakMemoryBytes", p);
+    const auto& ranks = jf::get_array(rj, "ranks", p);
+    for (std::size_t k = 0; k < ranks.size(); ++k) {
+      const std::string rp = p + ".ranks[" + std::to_string(k) + "]";
+      jf::require_object(ranks[k], rp);
+      RankReport rk;
+      rk.rank = static_cast<int>(jf::get_int(ranks[k], "rank", rp));
+      rk.node_rank = static_cast<int>(jf::get_int(ranks[k], "nodeRank", rp));
+      rk.local_rank = static_cast<int>(jf::get_int(ranks[k], "localRank", rp));
+      rk.sec_per_iter = pct_from_json(jf::member(ranks[k], "secPerIter", rp), rp + ".secPerIter");
+      rk.peak_memory_bytes = jf::get_int(ranks[k], "peakMemoryBytes", rp);
+      run.ranks.push_back(rk);
+    }
+  } else if (run.phase == "Failed") {
+    run.error = jf::get_string(rj, "error", p);
+  } else {
+    throw std::runtime_error(p + ".phase: must be \"Succeeded\" or \"Failed\", got \"" + run.phase + "\"");
+  }
+  return run;
 }
 
 Report report_from_json(const nlohmann::json& j) {
@@ -206,49 +269,7 @@ Report report_from_json(const nlohmann::json& j) {
   if (jf::has(j, "baselineRun")) r.baseline_run = static_cast<int>(jf::get_int(j, "baselineRun", ""));
   const auto& runs = jf::get_array(j, "runs", "");
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    const std::string p = "runs[" + std::to_string(i) + "]";
-    const auto& rj = runs[i];
-    jf::require_object(rj, p);
-    RunReport run;
-    run.index = static_cast<int>(jf::get_int(rj, "index", p));
-    run.label = jf::get_string(rj, "label", p);
-    run.devices_label = jf::get_string(rj, "devices", p);
-    run.nodes = static_cast<int>(jf::get_int(rj, "nodes", p));
-    run.devices_per_node = static_cast<int>(jf::get_int(rj, "devicesPerNode", p));
-    run.world_size = static_cast<int>(jf::get_int(rj, "worldSize", p));
-    run.paradigm = jf::get_string(rj, "paradigm", p);
-    run.bucket_cap_mb = jf::get_number(rj, "bucketCapMB", p);
-    run.phase = jf::get_string(rj, "phase", p);
-    if (run.phase == "Succeeded") {
-      run.sec_per_iter = pct_from_json(jf::member(rj, "secPerIter", p), p + ".secPerIter");
-      run.examples_per_sec = pct_from_json(jf::member(rj, "examplesPerSec", p), p + ".examplesPerSec");
-      const auto& reps = jf::get_array(rj, "repeats", p);
-      for (std::size_t k = 0; k < reps.size(); ++k) {
-        run.repeats.push_back(pct_from_json(reps[k], p + ".repeats[" + std::to_string(k) + "]"));
-      }
-      if (jf::has(rj, "speedup")) run.speedup = jf::get_number(rj, "speedup", p);
-      if (jf::has(rj, "efficiency")) run.efficiency = jf::get_number(rj, "efficiency", p);
-      run.parameter_count = jf::get_int(rj, "parameterCount", p);
-      run.ddp_bucket_count = static_cast<int>(jf::get_int(rj, "ddpBucketCount", p));
-      run.max_peak_memory_bytes = jf::get_int(rj, "maxPeakMemoryBytes", p);
-      const auto& ranks = jf::get_array(rj, "ranks", p);
-      for (std::size_t k = 0; k < ranks.size(); ++k) {
-        const std::string rp = p + ".ranks[" + std::to_string(k) + "]";
-        jf::require_object(ranks[k], rp);
-        RankReport rk;
-        rk.rank = static_cast<int>(jf::get_int(ranks[k], "rank", rp));
-        rk.node_rank = static_cast<int>(jf::get_int(ranks[k], "nodeRank", rp));
-        rk.local_rank = static_cast<int>(jf::get_int(ranks[k], "localRank", rp));
-        rk.sec_per_iter = pct_from_json(jf::member(ranks[k], "secPerIter", rp), rp + ".secPerIter");
-        rk.peak_memory_bytes = jf::get_int(ranks[k], "peakMemoryBytes", rp);
-        run.ranks.push_back(rk);
-      }
-    } else if (run.phase == "Failed") {
-      run.error = jf::get_string(rj, "error", p);
-    } else {
-      throw std::runtime_error(p + ".phase: must be \"Succeeded\" or \"Failed\", got \"" + run.phase + "\"");
-    }
-    r.runs.push_back(std::move(run));
+    r.runs.push_back(run_report_from_json(runs[i], "runs[" + std::to_string(i) + "]"));
   }
   return r;
 }

@@ -73,6 +73,19 @@ struct RunOutcome {
 Report build_report(const BenchmarkJob& job, const std::vector<RunConfig>& runs,
                     const std::vector<RunOutcome>& outcomes);
 
+/// The two halves of build_report, for executors that summarise each run where it ends (the
+/// operator's master pod) and assemble the report elsewhere:
+/// summarize_run turns one run's raw result into its RunReport (no speedup yet; throws
+/// std::runtime_error on an inconsistent result); failed_run makes the RunReport of a run that
+/// failed; assemble_report picks the baseline and fills speedup and efficiency.
+RunReport summarize_run(const RunConfig& run, const RunResult& result);
+RunReport failed_run(const RunConfig& run, const std::string& error);
+Report assemble_report(const BenchmarkJob& job, std::vector<RunReport> runs, const EnvironmentInfo& environment);
+
+nlohmann::json to_json(const RunReport& r);
+/// `path` prefixes error messages ("runs[2]").
+RunReport run_report_from_json(const nlohmann::json& j, const std::string& path);
+
 nlohmann::json to_json(const Report& r);
 /// Reads a report; throws std::runtime_error naming the bad field ("runs[0].secPerIter.p50:
 /// must be a number") or an unsupported schemaVersion.

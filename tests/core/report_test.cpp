@@ -82,6 +82,20 @@ TEST(Report, NoSingleDeviceRunMeansNoSpeedup) {
   EXPECT_FALSE(rep.runs[1].speedup.has_value());
 }
 
+TEST(Report, SummarizeThenAssembleEqualsBuildReport) {
+  const auto j = job();
+  const auto runs = plan_runs(j, 2);
+  const RunResult r0 = result(1, 0.1), r1 = result(2, 0.1);
+  const Report whole = build_report(j, runs, {{r0, ""}, {r1, ""}, {std::nullopt, "rank 1 died"}});
+  // The operator's path: each run summarised where it ended, shipped as JSON, assembled later.
+  std::vector<RunReport> parts;
+  parts.push_back(run_report_from_json(to_json(summarize_run(runs[0], r0)), "runs[0]"));
+  parts.push_back(run_report_from_json(to_json(summarize_run(runs[1], r1)), "runs[1]"));
+  parts.push_back(failed_run(runs[2], "rank 1 died"));
+  const Report assembled = assemble_report(j, parts, r0.environment);
+  EXPECT_EQ(to_json(assembled), to_json(whole));
+}
+
 TEST(Report, JsonRoundTrip) {
   const auto j = job();
   const Report rep = build_report(j, plan_runs(j, 2), {{result(1, 0.1), ""}, {result(2, 0.2), ""}, {std::nullopt, "boom"}});
