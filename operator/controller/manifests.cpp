@@ -1,0 +1,186 @@
+#include "operator/controller/manifests.hpp"
+
+#include "operator/controller/naming.hpp"
+
+namespace trainbench::op {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kDefaultImage = "trainbench/worker:0.1.0";
+constexpr int kDefaultMasterPort = 29500;
+
+json get_or(const json& j, const char* key, json fallback) {
+  if (j.is_object() && j.contains(key) && !j.at(key).is_null()) return j.at(key);
+  return fallback;
+}
+
+json metadata(const JobContext& job, const std::string& name, const std::string& component, int run = -1,
+              int attempt = -1, const std::string& role = "") {
+  return {{"name", name},
+          {"namespace", job.namespace_},
+          {"labels", object_labels(job.name, component, run, attempt, role)},
+          {"ownerReferences", json::array({owner_reference(job)})}};
+}
+
+json env_var(const std::string& name, const std::string& value) { return {{"name", name}, {"value", value}}; }
+
+json field_env(const std::string& name, const std::string& path) {
+  return {{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", path}}}}}};
+}
+
+/// Environment shared by the master and the trainers of a run (torchrun's names + NCCL).
+json common_env(const JobContext& job, const RunConfig& run, int attempt, const std::string& role) {
+  json env = json::array({
+      env_var("MASTER_ADDR", master_address(job.name, job.namespace_, run.index)),
+      env_var("MASTER_PORT", std::to_string(master_port(job))),
+      env_var("WORLD_SIZE", std::to_string(run.world_size())),
+      env_var("NPROC_PER_NODE", std::to_string(run.devices_per_node)),
+      env_var("LOCAL_WORLD_SIZE", std::to_string(run.devices_per_node)),
+      env_var("OMP_NUM_THREADS", std::to_string(run.threads_per_process)),
+      env_var("OPENBLAS_NUM_THREADS", std::to_string(run.threads_per_process)),
+      env_var("TRAINBENCH_ROLE", role),
+      env_var("TRAINBENCH_JOB", job.name),
+      env_var("TRAINBENCH_RUN", std::to_string(run.index)),
+      env_var("TRAINBENCH_ATTEMPT", std::to_string(attempt)),
+      env_var("TRAINBENCH_EXTERNAL_STORE", "1"),
+      env_var("TRAINBENCH_RUN_CONFIG", to_json(run).dump()),
+      field_env("POD_IP", "status.podIP"),
+      field_env("POD_NAME", "metadata.name"),
+      field_env("POD_NAMESPACE", "metadata.namespace"),
+  });
+  const json nccl = get_or(job.spec, "nccl", json::object());
+  if (nccl.contains("socketIfname")) env.push_back(env_var("NCCL_SOCKET_IFNAME", nccl["socketIfname"].get<std::string>()));
+  if (nccl.contains("ibDisable")) env.push_back(env_var("NCCL_IB_DISABLE", nccl["ibDisable"].get<bool>() ? "1" : "0"));
+  if (nccl.contains("debug")) env.push_back(env_var("NCCL_DEBUG", nccl["debug"].get<std::string>()));
+  if (nccl.contains("extraEnv") && nccl["extraEnv"].is_object()) {
+    for (const auto& [k, v] : nccl["extraEnv"].items()) env.push_back(env_var(k, v.is_string() ? v.get<std::string>() : v.dump()));
+  }
+  return env;
+}
+
+/// Non-root, no privilege escalation, read-only root filesystem, no capabilities.
+json container_security() {
+  return {{"allowPrivilegeEscalation", false},
+          {"readOnlyRootFilesystem", true},
+          {"runAsNonRoot", true},
+          {"capabilities", {{"drop", json::array({"ALL"})}}}};
+}
+
+json pod(const JobContext& job, const std::string& name, const RunConfig& run, int attempt, const std::string& role,
+         json container, bool needs_api_token) {
+  const json tmpl = get_or(job.spec, "template", json::object());
+  json volumes = get_or(tmpl, "volumes", json::array());
+  volumes.push_back({{"name", "tmp"}, {"emptyDir", json::object()}});
+  json mounts = get_or(tmpl, "volumeMounts", json::array());
+  mounts.push_back({{"name", "tmp"}, {"mountPath", "/tmp"}});
+  container["image"] = get_or(tmpl, "image", kDefaultImage);
+  container["imagePullPolicy"] = get_or(tmpl, "imagePullPolicy", "IfNotPresent");
+  container["volumeMounts"] = mounts;
+  container["securityContext"] = container_security();
+  container["terminationMessagePolicy"] = "FallbackToLogsOnError";
+  json env = common_env(job, run, attempt, role);
+  for (const auto& e : get_or(tmpl, "env", json::array())) env.push_back(e);
+  if (container.contains("env")) {
+    for (const auto& e : container["env"]) env.push_back(e);
+  }
+  container["env"] = env;
+  json meta = metadata(job, name, role, run.index, attempt, role);
+  for (const auto& [k, v] : get_or(tmpl, "labels", json::object()).items()) meta["labels"].emplace(k, v);
+  if (tmpl.contains("annotations")) meta["annotations"] = tmpl["annotations"];
+  json spec = {{"restartPolicy", "Never"},
+               {"automountServiceAccountToken", needs_api_token},
+               {"securityContext", {{"runAsNonRoot", true}, {"runAsUser", 65532}, {"runAsGroup", 65532}}},
+               {"containers", json::array({container})},
+               {"volumes", volumes}};
+  if (needs_api_token) spec["serviceAccountName"] = reporter_name(job.name);
+  if (tmpl.contains("nodeSelector")) spec["nodeSelector"] = tmpl["nodeSelector"];
+  if (tmpl.contains("tolerations")) spec["tolerations"] = tmpl["tolerations"];
+  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec}};
+}
+
+}  // namespace
+
+JobContext job_context(const json& obj) {
+  JobContext c;
+  const json& md = obj.at("metadata");
+  c.name = md.at("name").get<std::string>();
+  c.namespace_ = get_or(md, "namespace", "default").get<std::string>();
+  c.uid = get_or(md, "uid", "").get<std::string>();
+  c.spec = get_or(obj, "spec", json::object());
+  return c;
+}
+
+json owner_reference(const JobContext& job) {
+  return {{"apiVersion", "trainbench.dev/v1alpha1"}, {"kind", "BenchmarkJob"}, {"name", job.name},
+          {"uid", job.uid}, {"controller", true}, {"blockOwnerDeletion", true}};
+}
+
+int master_port(const JobContext& job) { return get_or(job.spec, "masterPort", kDefaultMasterPort).get<int>(); }
+
+json run_service(const JobContext& job, int run) {
+  json sel = {{kJobLabel, job.name}, {kRunLabel, std::to_string(run)}, {kRoleLabel, "master"}};
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata", metadata(job, run_service_name(job.name, run), "master", run)},
+          {"spec",
+           {{"clusterIP", "None"},
+            {"publishNotReadyAddresses", true},
+            {"selector", sel},
+            {"ports", json::array({{{"name", "store"}, {"port", master_port(job)}, {"targetPort", master_port(job)}}})}}}};
+}
+
+json result_configmap(const JobContext& job, int run) {
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata", metadata(job, result_configmap_name(job.name, run), "result", run)},
+          {"data", json::object()}};
+}
+
+json reporter_service_account(const JobContext& job) {
+  return {{"apiVersion", "v1"},
+          {"kind", "ServiceAccount"},
+          {"metadata", metadata(job, reporter_name(job.name), "reporter")},
+          {"automountServiceAccountToken", false}};
+}
+
+json reporter_role(const JobContext& job, int runs) {
+  json names = json::array();
+  for (int i = 0; i < runs; ++i) names.push_back(result_configmap_name(job.name, i));
+  return {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+          {"kind", "Role"},
+          {"metadata", metadata(job, reporter_name(job.name), "reporter")},
+          {"rules", json::array({{{"apiGroups", json::array({""})},
+                                  {"resources", json::array({"configmaps"})},
+                                  {"resourceNames", names},
+                                  {"verbs", json::array({"get", "update", "patch"})}}})}};
+}
+
+json reporter_role_binding(const JobContext& job) {
+  return {{"apiVersion", "rbac.authorization.k8s.io/v1"},
+          {"kind", "RoleBinding"},
+          {"metadata", metadata(job, reporter_name(job.name), "reporter")},
+          {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", reporter_name(job.name)}}},
+          {"subjects", json::array({{{"kind", "ServiceAccount"}, {"name", reporter_name(job.name)},
+                                     {"namespace", job.namespace_}}})}};
+}
+
+json master_pod(const JobContext& job, const RunConfig& run, int attempt) {
+  json c = {{"name", "master"},
+            {"command", json::array({"trainbench-worker", "--master"})},
+            {"ports", json::array({{{"name", "store"}, {"containerPort", master_port(job)}}})},
+            {"env", json::array({env_var("TRAINBENCH_RESULT_CONFIGMAP", result_configmap_name(job.name, run.index))})},
+            {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "128Mi"}}}}}};
+  return pod(job, master_pod_name(job.name, run.index, attempt), run, attempt, "master", c, true);
+}
+
+json trainer_pod(const JobContext& job, const RunConfig& run, int attempt, int node) {
+  const json tmpl = get_or(job.spec, "template", json::object());
+  json c = {{"name", "trainer"},
+            {"command", json::array({"trainbench", "node-launch"})},
+            {"env", json::array({env_var("NODE_RANK", std::to_string(node)), env_var("GROUP_RANK", std::to_string(node))})}};
+  if (tmpl.contains("resources")) c["resources"] = tmpl["resources"];
+  return pod(job, trainer_pod_name(job.name, run.index, attempt, node), run, attempt, "trainer", c, false);
+}
+
+}  // namespace trainbench::op

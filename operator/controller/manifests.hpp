@@ -1,0 +1,42 @@
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/run_config.hpp"
+
+namespace trainbench::op {
+
+/// The BenchmarkJob an object belongs to: its ownerReference and its settings for pods.
+struct JobContext {
+  std::string name;
+  std::string namespace_;
+  std::string uid;
+  nlohmann::json spec;  ///< the job's spec as stored (template, nccl, masterPort, runPolicy)
+};
+
+JobContext job_context(const nlohmann::json& job_object);
+
+/// ownerReferences entry pointing at the job (controller, blockOwnerDeletion).
+nlohmann::json owner_reference(const JobContext& job);
+
+/// Headless Service J-r<i> selecting the run's master (publishNotReadyAddresses, port "store").
+nlohmann::json run_service(const JobContext& job, int run);
+/// Empty ConfigMap J-r<i>-result that the run's master fills in.
+nlohmann::json result_configmap(const JobContext& job, int run);
+/// ServiceAccount, Role (get/update/patch on exactly the job's result ConfigMaps) and
+/// RoleBinding J-reporter: the identity the masters write results with.
+nlohmann::json reporter_service_account(const JobContext& job);
+nlohmann::json reporter_role(const JobContext& job, int runs);
+nlohmann::json reporter_role_binding(const JobContext& job);
+
+/// The master pod of attempt `attempt` of `run` (rendezvous store + result delivery).
+nlohmann::json master_pod(const JobContext& job, const RunConfig& run, int attempt);
+/// Trainer pod `node` of attempt `attempt` (runs run.devices_per_node worker processes).
+nlohmann::json trainer_pod(const JobContext& job, const RunConfig& run, int attempt, int node);
+
+/// Port of the rendezvous store (spec.masterPort, default 29500).
+int master_port(const JobContext& job);
+
+}  // namespace trainbench::op

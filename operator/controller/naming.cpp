@@ -1,0 +1,36 @@
+#include "operator/controller/naming.hpp"
+
+namespace trainbench::op {
+
+std::string run_service_name(const std::string& job, int run) { return job + "-r" + std::to_string(run); }
+
+std::string master_pod_name(const std::string& job, int run, int attempt) {
+  return run_service_name(job, run) + "-a" + std::to_string(attempt) + "-master";
+}
+
+std::string trainer_pod_name(const std::string& job, int run, int attempt, int node) {
+  return run_service_name(job, run) + "-a" + std::to_string(attempt) + "-trainer-" + std::to_string(node);
+}
+
+std::string result_configmap_name(const std::string& job, int run) { return run_service_name(job, run) + "-result"; }
+
+std::string reporter_name(const std::string& job) { return job + "-reporter"; }
+
+std::string master_address(const std::string& job, const std::string& ns, int run) {
+  return run_service_name(job, run) + "." + ns + ".svc";
+}
+
+std::map<std::string, std::string> object_labels(const std::string& job, const std::string& component, int run,
+                                                 int attempt, const std::string& role) {
+  std::map<std::string, std::string> l{{"app.kubernetes.io/name", "trainbench"},
+                                       {"app.kubernetes.io/instance", job},
+                                       {"app.kubernetes.io/component", component},
+                                       {"app.kubernetes.io/managed-by", kManagedBy},
+                                       {kJobLabel, job}};
+  if (run >= 0) l[kRunLabel] = std::to_string(run);
+  if (attempt >= 0) l[kAttemptLabel] = std::to_string(attempt);
+  if (!role.empty()) l[kRoleLabel] = role;
+  return l;
+}
+
+}  // namespace trainbench::op

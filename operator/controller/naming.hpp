@@ -1,0 +1,29 @@
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace trainbench::op {
+
+/// Deterministic names of everything the operator creates for a job (docs/operator.md), so a
+/// restarted operator finds what an earlier one made and never creates duplicates.
+std::string run_service_name(const std::string& job, int run);                 // J-r<i>
+std::string master_pod_name(const std::string& job, int run, int attempt);      // J-r<i>-a<a>-master
+std::string trainer_pod_name(const std::string& job, int run, int attempt, int node);  // ...-trainer-<n>
+std::string result_configmap_name(const std::string& job, int run);            // J-r<i>-result
+std::string reporter_name(const std::string& job);                             // J-reporter
+/// MASTER_ADDR: the run's headless Service, J-r<i>.NS.svc
+std::string master_address(const std::string& job, const std::string& ns, int run);
+
+inline constexpr const char* kManagedBy = "trainbench-operator";
+inline constexpr const char* kJobLabel = "trainbench.dev/job";
+inline constexpr const char* kRunLabel = "trainbench.dev/run";
+inline constexpr const char* kAttemptLabel = "trainbench.dev/attempt";
+inline constexpr const char* kRoleLabel = "trainbench.dev/role";
+
+/// The standard app.kubernetes.io/* labels plus trainbench.dev/job; `component` is master,
+/// trainer, result or reporter. run / attempt / role are added when >= 0 / non-empty.
+std::map<std::string, std::string> object_labels(const std::string& job, const std::string& component, int run = -1,
+                                                 int attempt = -1, const std::string& role = "");
+
+}  // namespace trainbench::op

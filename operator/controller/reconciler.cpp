@@ -1,0 +1,556 @@
+#include "operator/controller/reconciler.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <set>
+
+#include "core/report.hpp"
+#include "core/run_config.hpp"
+#include "core/spec.hpp"
+#include "operator/controller/manifests.hpp"
+#include "operator/controller/naming.hpp"
+
+namespace trainbench::op {
+namespace {
+
+using nlohmann::json;
+
+json get_or(const json& j, const char* key, json fallback) {
+  if (j.is_object() && j.contains(key) && !j.at(key).is_null()) return j.at(key);
+  return fallback;
+}
+
+std::string str_or(const json& j, const char* key, const std::string& fallback = "") {
+  const json v = get_or(j, key, fallback);
+  return v.is_string() ? v.get<std::string>() : fallback;
+}
+
+int int_or(const json& j, const char* key, int fallback) {
+  const json v = get_or(j, key, fallback);
+  return v.is_number_integer() ? v.get<int>() : fallback;
+}
+
+/// The run policy as the operator applies it (spec.runPolicy; defaults as in docs/spec.md).
+struct Policy {
+  int backoff_limit = 2;
+  int scheduling_timeout_seconds = 300;
+  int active_deadline_seconds = 0;
+  std::string clean_pod_policy = "All";
+};
+
+Policy policy_of(const json& spec) {
+  const json rp = get_or(spec, "runPolicy", json::object());
+  Policy p;
+  p.backoff_limit = int_or(rp, "backoffLimit", p.backoff_limit);
+  p.scheduling_timeout_seconds = int_or(rp, "schedulingTimeoutSeconds", p.scheduling_timeout_seconds);
+  p.active_deadline_seconds = int_or(rp, "activeDeadlineSeconds", p.active_deadline_seconds);
+  p.clean_pod_policy = str_or(rp, "cleanPodPolicy", p.clean_pod_policy);
+  return p;
+}
+
+/// CPU cores one trainer pod gets (template resources, limits before requests; at least 1).
+int pod_cores(const json& spec) {
+  const json res = get_or(get_or(spec, "template", json::object()), "resources", json::object());
+  for (const char* kind : {"limits", "requests"}) {
+    const json cpu = get_or(get_or(res, kind, json::object()), "cpu", nullptr);
+    if (cpu.is_number()) return std::max(1, static_cast<int>(cpu.get<double>()));
+    if (cpu.is_string()) {
+      const std::string s = cpu.get<std::string>();
+      try {
+        if (!s.empty() && s.back() == 'm') return std::max(1, std::stoi(s.substr(0, s.size() - 1)) / 1000);
+        return std::max(1, static_cast<int>(std::stod(s)));
+      } catch (const std::exception&) {
+        return 1;
+      }
+    }
+  }
+  return 1;
+}
+
+std::string pod_phase(const json& pod) { return str_or(get_or(pod, "status", json::object()), "phase", "Pending"); }
+std::string pod_name(const json& pod) { return str_or(pod.at("metadata"), "name"); }
+bool being_deleted(const json& obj) { return get_or(obj.at("metadata"), "deletionTimestamp", nullptr).is_string(); }
+
+std::string label(const json& obj, const char* key) {
+  return str_or(get_or(obj.at("metadata"), "labels", json::object()), key);
+}
+
+/// Why a pod failed: its phase reason and each terminated container's exit code and message.
+std::string pod_failure(const json& pod) {
+  const json st = get_or(pod, "status", json::object());
+  std::string out = "pod " + pod_name(pod) + " failed";
+  if (st.contains("reason")) out += " (" + str_or(st, "reason") + ")";
+  for (const auto& cs : get_or(st, "containerStatuses", json::array())) {
+    const json term = get_or(get_or(cs, "state", json::object()), "terminated", nullptr);
+    if (!term.is_object()) continue;
+    out += ": container " + str_or(cs, "name") + " exited with code " + std::to_string(int_or(term, "exitCode", -1));
+    if (term.contains("reason")) out += " (" + str_or(term, "reason") + ")";
+    std::string msg = str_or(term, "message");
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    if (!msg.empty()) out += ": " + msg.substr(0, 512);
+  }
+  if (st.contains("message")) out += ": " + str_or(st, "message");
+  return out;
+}
+
+/// "name (Pending: Unschedulable: 0/1 nodes are available...)" for a pod that is not running.
+std::string pending_reason(const json& pod) {
+  std::string out = pod_name(pod) + " (" + pod_phase(pod);
+  for (const auto& c : get_or(get_or(pod, "status", json::object()), "conditions", json::array())) {
+    if (str_or(c, "type") == "PodScheduled" && str_or(c, "status") == "False") {
+      out += ": " + str_or(c, "reason") + (c.contains("message") ? ": " + str_or(c, "message") : "");
+    }
+  }
+  return out + ")";
+}
+
+json condition(const std::string& type, bool status, const std::string& reason, const std::string& message,
+               const std::string& now, std::int64_t generation) {
+  return {{"type", type},
+          {"status", status ? "True" : "False"},
+          {"reason", reason},
+          {"message", message},
+          {"lastTransitionTime", now},
+          {"observedGeneration", generation}};
+}
+
+/// Sets a condition, keeping lastTransitionTime when the status does not change.
+void set_condition(json& status, const json& cond) {
+  json& conds = status["conditions"];
+  if (!conds.is_array()) conds = json::array();
+  for (auto& c : conds) {
+    if (c.value("type", "") != cond["type"]) continue;
+    json updated = cond;
+    if (c.value("status", "") == cond["status"]) updated["lastTransitionTime"] = c.value("lastTransitionTime", cond["lastTransitionTime"].get<std::string>());
+    c = updated;
+    return;
+  }
+  conds.push_back(cond);
+}
+
+json event(const JobContext& job, const std::string& type, const std::string& reason, const std::string& message,
+           const std::string& now, const std::string& suffix) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Event"},
+          {"metadata", {{"name", job.name + "." + suffix}, {"namespace", job.namespace_}}},
+          {"involvedObject",
+           {{"apiVersion", "trainbench.dev/v1alpha1"}, {"kind", "BenchmarkJob"}, {"name", job.name},
+            {"namespace", job.namespace_}, {"uid", job.uid}}},
+          {"type", type},
+          {"reason", reason},
+          {"message", message},
+          {"firstTimestamp", now},
+          {"lastTimestamp", now},
+          {"count", 1},
+          {"source", {{"component", kManagedBy}}},
+          {"reportingComponent", kManagedBy}};
+}
+
+class Reconcile {
+ public:
+  explicit Reconcile(const Observed& o) : o_(o), job_(job_context(o.job)), now_(format_time(o.now)) {
+    generation_ = o.job.at("metadata").value("generation", std::int64_t{1});
+    status_ = get_or(o.job, "status", json::object());
+    if (!status_.is_object()) status_ = json::object();
+    original_status_ = status_;
+  }
+
+  Decision run() {
+    if (being_deleted(o_.job)) return std::move(d_);  // garbage collection removes what it owns
+    BenchmarkJob spec;
+    try {
+      spec = parse_benchmark_job(o_.job.dump());
+    } catch (const SpecError& e) {
+      invalid(e.what());
+      return finish();
+    }
+    const std::string phase = str_or(status_, "phase");
+    if (phase == "Succeeded" || phase == "Failed") {
+      clean_up_finished_job();
+      return finish();
+    }
+    progress(spec);
+    return finish();
+  }
+
+ private:
+  // ---- whole-job transitions ----
+
+  void invalid(const std::string& why) {
+    if (str_or(status_, "phase") != "Invalid") {
+      emit("Warning", "InvalidSpec", why);
+    }
+    status_["phase"] = "Invalid";
+    set_condition(status_, condition("Invalid", true, "InvalidSpec", why, now_, generation_));
+    // An invalid job runs nothing: stop whatever an earlier, valid generation started.
+    for (const auto& p : o_.pods) delete_pod(p);
+  }
+
+  void fail_job(const std::string& reason, const std::string& message) {
+    status_["phase"] = "Failed";
+    status_["completionTime"] = now_;
+    set_condition(status_, condition("Running", false, reason, message, now_, generation_));
+    set_condition(status_, condition("Failed", true, reason, message, now_, generation_));
+    emit("Warning", "JobFailed", message);
+    clean_up_finished_job();
+  }
+
+  void succeed_job() {
+    status_["phase"] = "Succeeded";
+    status_["completionTime"] = now_;
+    const std::string msg = "all " + std::to_string(runs_total_) + " runs succeeded";
+    set_condition(status_, condition("Running", false, "JobSucceeded", msg, now_, generation_));
+    set_condition(status_, condition("Succeeded", true, "JobSucceeded", msg, now_, generation_));
+    emit("Normal", "JobSucceeded", msg);
+    clean_up_finished_job();
+  }
+
+  /// No pod keeps running after the job ends; finished pods go too under cleanPodPolicy All.
+  void clean_up_finished_job() {
+    const Policy pol = policy_of(job_.spec);
+    for (const auto& p : o_.pods) {
+      const std::string ph = pod_phase(p);
+      const bool finished = ph == "Succeeded" || ph == "Failed";
+      if (!finished || pol.clean_pod_policy == "All") delete_pod(p);
+    }
+  }
+
+  // ---- the current run ----
+
+  void progress(const BenchmarkJob& spec) {
+    const Policy pol = policy_of(job_.spec);
+    const std::vector<RunConfig> runs = plan_runs(spec, pod_cores(job_.spec));
+    runs_total_ = static_cast<int>(runs.size());
+    init_status(runs);
+
+    const auto started = parse_time(str_or(status_, "startTime"));
+    if (pol.active_deadline_seconds > 0 && started) {
+      const auto deadline = *started + std::chrono::seconds(pol.active_deadline_seconds);
+      if (o_.now >= deadline) {
+        fail_job("DeadlineExceeded", "the job ran longer than activeDeadlineSeconds (" +
+                                         std::to_string(pol.active_deadline_seconds) + " s)");
+        return;
+      }
+      requeue(deadline - o_.now);
+    }
+
+    int done = int_or(status_, "runsDone", 0);
+    // Results that arrived for the current run (the loop also covers several runs finishing
+    // between two reconciles, which cannot happen today but costs nothing).
+    while (done < runs_total_ && collect_result(runs[static_cast<std::size_t>(done)])) ++done;
+    status_["runsDone"] = done;
+    status_["progress"] = std::to_string(done) + "/" + std::to_string(runs_total_);
+    rebuild_report(spec, runs);
+    if (done == runs_total_) {
+      succeed_job();
+      return;
+    }
+    drive_run(runs[static_cast<std::size_t>(done)], pol);
+  }
+
+  void init_status(const std::vector<RunConfig>& runs) {
+    if (!status_.contains("startTime")) status_["startTime"] = now_;
+    status_["phase"] = "Running";
+    status_["runsTotal"] = runs_total_;
+    json& rs = status_["runs"];
+    if (!rs.is_array() || rs.size() != runs.size()) {
+      rs = json::array();
+      for (const auto& r : runs) {
+        rs.push_back({{"index", r.index}, {"label", r.devices_label() + " -- " + r.label()}, {"phase", "Pending"},
+                      {"attempt", 0}, {"restarts", 0}});
+      }
+    }
+    set_condition(status_, condition("Running", true, "RunsInProgress", "running the sweep", now_, generation_));
+    set_condition(status_, condition("Invalid", false, "SpecValid", "the spec is valid", now_, generation_));
+  }
+
+  json& run_status(int index) { return status_["runs"][static_cast<std::size_t>(index)]; }
+
+  /// True when the run's result ConfigMap holds this attempt's result (the run then succeeded).
+  bool collect_result(const RunConfig& run) {
+    json& rs = run_status(run.index);
+    const int attempt = int_or(rs, "attempt", 0);
+    const std::string cm_name = result_configmap_name(job_.name, run.index);
+    for (const auto& cm : o_.configmaps) {
+      if (str_or(cm.at("metadata"), "name") != cm_name) continue;
+      const std::string raw = str_or(get_or(cm, "data", json::object()), "result");
+      if (raw.empty()) return false;
+      json res = json::parse(raw, nullptr, false);
+      if (res.is_discarded() || int_or(res, "attempt", -1) != attempt) return false;
+      try {
+        RunReport rr = run_report_from_json(get_or(res, "run", nullptr), "result.run");
+        if (rr.phase != "Succeeded") {
+          rs["message"] = rr.error;
+          return false;
+        }
+        rs["summary"] = to_json(rr);
+        rs["environment"] = get_or(res, "environment", json::object());
+      } catch (const std::exception& e) {
+        rs["message"] = std::string("unreadable result: ") + e.what();
+        return false;
+      }
+      rs["phase"] = "Succeeded";
+      rs["completionTime"] = now_;
+      emit("Normal", "RunSucceeded", "run " + std::to_string(run.index) + " (" + str_or(rs, "label") + ") succeeded");
+      for (const auto& p : pods_of(run.index, -1)) {
+        const std::string ph = pod_phase(p);
+        if (ph != "Succeeded" && ph != "Failed") delete_pod(p);
+        else if (policy_of(job_.spec).clean_pod_policy == "All") delete_pod(p);
+      }
+      return true;
+    }
+    return false;
+  }
+
+  void drive_run(const RunConfig& run, const Policy& pol) {
+    json& rs = run_status(run.index);
+    const int attempt = int_or(rs, "attempt", 0);
+
+    ensure_reporter();
+    ensure("services", run_service_name(job_.name, run.index), o_.services, [&] { return run_service(job_, run.index); });
+    ensure("configmaps", result_configmap_name(job_.name, run.index), o_.configmaps,
+           [&] { return result_configmap(job_, run.index); });
+
+    // Pods of earlier attempts go; this attempt's pods are compared with the plan.
+    for (const auto& p : pods_of(run.index, -1)) {
+      if (label(p, kAttemptLabel) != std::to_string(attempt)) delete_pod(p);
+    }
+    std::map<std::string, json> expected;
+    expected.emplace(master_pod_name(job_.name, run.index, attempt), master_pod(job_, run, attempt));
+    for (int n = 0; n < run.nodes; ++n) {
+      expected.emplace(trainer_pod_name(job_.name, run.index, attempt, n), trainer_pod(job_, run, attempt, n));
+    }
+    std::map<std::string, json> present;
+    for (const auto& p : pods_of(run.index, attempt)) present.emplace(pod_name(p), p);
+
+    // Failures: a failed pod, a pod gone after it was created, a master that ended without result.
+    std::string failure;
+    const bool created = get_or(rs, "podsCreated", false).get<bool>();
+    for (const auto& [name, want] : expected) {
+      auto it = present.find(name);
+      if (it == present.end()) {
+        if (created && failure.empty()) failure = "pod " + name + " disappeared";
+        continue;
+      }
+      const std::string ph = pod_phase(it->second);
+      if (ph == "Failed" && failure.empty()) failure = pod_failure(it->second);
+      if (ph == "Succeeded" && label(it->second, kRoleLabel) == "master" && failure.empty()) {
+        failure = "master pod " + name + " ended without delivering a result";
+      }
+    }
+    if (!failure.empty()) {
+      restart_or_fail(run, pol, failure);
+      return;
+    }
+
+    if (!created) {
+      for (const auto& [name, want] : expected) {
+        if (present.count(name) == 0) d_.actions.push_back({Action::Verb::Create, "pods", name, want});
+      }
+      rs["podsCreated"] = true;
+      rs["phase"] = "Starting";
+      rs["attemptStartTime"] = now_;
+      if (!rs.contains("startTime")) rs["startTime"] = now_;
+      emit("Normal", "RunStarted",
+           "run " + std::to_string(run.index) + " (" + str_or(rs, "label") + ") attempt " + std::to_string(attempt) +
+               ": created " + std::to_string(expected.size() - present.size()) + " pods");
+      requeue(std::chrono::seconds(pol.scheduling_timeout_seconds));
+      return;
+    }
+
+    // Gang start: every pod must be running (or done) within schedulingTimeoutSeconds.
+    std::vector<std::string> waiting;
+    for (const auto& [name, p] : present) {
+      const std::string ph = pod_phase(p);
+      if (ph != "Running" && ph != "Succeeded") waiting.push_back(pending_reason(p));
+    }
+    if (waiting.empty()) {
+      if (str_or(rs, "phase") != "Running") rs["phase"] = "Running";
+      return;
+    }
+    const auto since = parse_time(str_or(rs, "attemptStartTime")).value_or(o_.now);
+    const auto limit = since + std::chrono::seconds(pol.scheduling_timeout_seconds);
+    if (o_.now >= limit) {
+      std::string list;
+      for (const auto& w : waiting) list += (list.empty() ? "" : ", ") + w;
+      rs["phase"] = "Failed";
+      rs["completionTime"] = now_;
+      rs["message"] = "pods not running after " + std::to_string(pol.scheduling_timeout_seconds) + " s: " + list;
+      emit("Warning", "RunFailed", "run " + std::to_string(run.index) + ": " + str_or(rs, "message"));
+      fail_job("SchedulingTimeout", "run " + std::to_string(run.index) + ": " + str_or(rs, "message"));
+      return;
+    }
+    requeue(limit - o_.now);
+  }
+
+  void restart_or_fail(const RunConfig& run, const Policy& pol, const std::string& failure) {
+    json& rs = run_status(run.index);
+    const int restarts = int_or(rs, "restarts", 0);
+    for (const auto& p : pods_of(run.index, -1)) delete_pod(p);
+    if (restarts < pol.backoff_limit) {
+      rs["restarts"] = restarts + 1;
+      rs["attempt"] = int_or(rs, "attempt", 0) + 1;
+      rs["podsCreated"] = false;
+      rs["phase"] = "Restarting";
+      rs["message"] = failure;
+      emit("Warning", "RunRestarted",
+           "run " + std::to_string(run.index) + " restarted (" + std::to_string(restarts + 1) + "/" +
+               std::to_string(pol.backoff_limit) + "): " + failure);
+      requeue(std::chrono::seconds(1));
+      return;
+    }
+    rs["phase"] = "Failed";
+    rs["completionTime"] = now_;
+    rs["message"] = failure;
+    emit("Warning", "RunFailed", "run " + std::to_string(run.index) + " failed: " + failure);
+    fail_job("BackoffLimitExceeded", "run " + std::to_string(run.index) + " failed after " + std::to_string(restarts) +
+                                         " restarts: " + failure);
+  }
+
+  // ---- report ----
+
+  void rebuild_report(const BenchmarkJob& spec, const std::vector<RunConfig>& runs) {
+    std::vector<RunReport> reports;
+    EnvironmentInfo env;
+    bool have_env = false;
+    for (const auto& r : runs) {
+      const json& rs = run_status(r.index);
+      if (!rs.contains("summary")) continue;
+      try {
+        reports.push_back(run_report_from_json(rs["summary"], "status.runs[" + std::to_string(r.index) + "].summary"));
+        if (!have_env && rs.contains("environment")) {
+          env = environment_from_json(rs["environment"]);
+          have_env = true;
+        }
+      } catch (const std::exception&) {
+        continue;  // a summary this version cannot read is left out of the report
+      }
+    }
+    if (reports.empty()) return;
+    const Report rep = assemble_report(spec, std::move(reports), env);
+    status_["report"] = to_json(rep);
+    double best_ex = 0, best_speedup = 0;
+    for (const auto& r : rep.runs) {
+      if (r.phase != "Succeeded") continue;
+      best_ex = std::max(best_ex, r.examples_per_sec.p50);
+      if (r.speedup) best_speedup = std::max(best_speedup, *r.speedup);
+    }
+    status_["bestExamplesPerSec"] = best_ex;
+    if (rep.baseline_run) status_["bestSpeedup"] = best_speedup;
+  }
+
+  // ---- helpers ----
+
+  std::vector<json> pods_of(int run, int attempt) const {
+    std::vector<json> out;
+    for (const auto& p : o_.pods) {
+      if (label(p, kRunLabel) != std::to_string(run)) continue;
+      if (attempt >= 0 && label(p, kAttemptLabel) != std::to_string(attempt)) continue;
+      out.push_back(p);
+    }
+    return out;
+  }
+
+  void delete_pod(const json& p) {
+    if (being_deleted(p)) return;
+    const std::string name = pod_name(p);
+    if (!deleted_.insert(name).second) return;
+    d_.actions.push_back({Action::Verb::Delete, "pods", name, json()});
+  }
+
+  template <typename Make>
+  void ensure(const std::string& resource, const std::string& name, const std::vector<json>& have, Make make) {
+    for (const auto& h : have) {
+      if (str_or(h.at("metadata"), "name") == name) return;
+    }
+    d_.actions.push_back({Action::Verb::Create, resource, name, make()});
+  }
+
+  void ensure_reporter() {
+    if (!o_.reporter_service_account) {
+      d_.actions.push_back({Action::Verb::Create, "serviceaccounts", reporter_name(job_.name), reporter_service_account(job_)});
+    }
+    if (!o_.reporter_role) {
+      d_.actions.push_back({Action::Verb::Create, "roles", reporter_name(job_.name), reporter_role(job_, runs_total_)});
+    }
+    if (!o_.reporter_role_binding) {
+      d_.actions.push_back({Action::Verb::Create, "rolebindings", reporter_name(job_.name), reporter_role_binding(job_)});
+    }
+  }
+
+  void emit(const std::string& type, const std::string& reason, const std::string& message) {
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(o_.now.time_since_epoch()).count();
+    char suffix[40];
+    std::snprintf(suffix, sizeof suffix, "%llx%02zx", static_cast<unsigned long long>(ns), events_++);
+    d_.actions.push_back({Action::Verb::Event, "events", "", event(job_, type, reason, message, now_, suffix)});
+  }
+
+  void requeue(Clock::duration after) {
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(after) + std::chrono::milliseconds(100);
+    if (ms.count() < 100) ms = std::chrono::milliseconds(100);
+    if (!d_.requeue_after || ms < *d_.requeue_after) d_.requeue_after = ms;
+  }
+
+  Decision finish() {
+    status_["observedGeneration"] = generation_;
+    if (status_ != original_status_) {
+      d_.actions.push_back({Action::Verb::PatchStatus, "benchmarkjobs", job_.name, {{"status", status_}}});
+    }
+    return std::move(d_);
+  }
+
+  const Observed& o_;
+  JobContext job_;
+  std::string now_;
+  std::int64_t generation_ = 1;
+  json status_;
+  json original_status_;
+  int runs_total_ = 0;
+  std::size_t events_ = 0;
+  std::set<std::string> deleted_;
+  Decision d_;
+};
+
+}  // namespace
+
+Decision reconcile(const Observed& observed) { return Reconcile(observed).run(); }
+
+std::string format_time(Clock::time_point t) {
+  const std::time_t tt = Clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::optional<Clock::time_point> parse_time(const std::string& s) {
+  std::tm tm{};
+  int consumed = 0;
+  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+                  &tm.tm_sec, &consumed) != 6) {
+    return std::nullopt;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  std::size_t pos = static_cast<std::size_t>(consumed);
+  if (pos < s.size() && s[pos] == '.') {
+    ++pos;
+    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') ++pos;
+  }
+  long offset = 0;
+  if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
+    int hh = 0, mm = 0;
+    if (std::sscanf(s.c_str() + pos + 1, "%2d:%2d", &hh, &mm) != 2) return std::nullopt;
+    offset = (s[pos] == '+' ? 1 : -1) * (hh * 3600L + mm * 60L);
+  } else if (pos >= s.size() || (s[pos] != 'Z' && s[pos] != 'z')) {
+    return std::nullopt;
+  }
+  const std::time_t t = timegm(&tm);
+  if (t == static_cast<std::time_t>(-1)) return std::nullopt;
+  return Clock::from_time_t(t - offset);
+}
+
+}  // namespace trainbench::op

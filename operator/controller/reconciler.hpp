@@ -1,0 +1,51 @@
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace trainbench::op {
+
+using Clock = std::chrono::system_clock;
+
+/// Everything reconcile looks at for one BenchmarkJob, read fresh from the API (or the
+/// informers' caches). The controller is level-triggered: this snapshot is all it needs.
+struct Observed {
+  nlohmann::json job;                      ///< the BenchmarkJob object (metadata, spec, status)
+  std::vector<nlohmann::json> pods;        ///< pods labelled trainbench.dev/job=<name>
+  std::vector<nlohmann::json> services;    ///< services labelled trainbench.dev/job=<name>
+  std::vector<nlohmann::json> configmaps;  ///< result ConfigMaps labelled trainbench.dev/job=<name>
+  bool reporter_service_account = false;   ///< J-reporter objects exist
+  bool reporter_role = false;
+  bool reporter_role_binding = false;
+  Clock::time_point now;
+};
+
+/// One thing to do to the cluster. Creates that answer 409 AlreadyExists and deletes that
+/// answer 404 are success (another reconcile, or an earlier operator, did it).
+struct Action {
+  enum class Verb { Create, Delete, PatchStatus, Event };
+  Verb verb = Verb::Create;
+  std::string resource;  ///< pods, services, configmaps, serviceaccounts, roles, rolebindings, events, benchmarkjobs
+  std::string name;      ///< for Delete
+  nlohmann::json body;   ///< object to create, status merge patch, or event
+};
+
+struct Decision {
+  std::vector<Action> actions;
+  /// Reconcile again after this long even if nothing changes (timeouts, deadlines).
+  std::optional<std::chrono::milliseconds> requeue_after;
+};
+
+/// Observe, compare with the plan, decide. Pure: no I/O, so every rule of the run policy is
+/// unit-tested (tests/operator/reconciler_test.cpp). The policy is in docs/operator.md.
+Decision reconcile(const Observed& observed);
+
+std::string format_time(Clock::time_point t);
+/// Parses RFC 3339 "YYYY-MM-DDTHH:MM:SSZ" (fractions and offsets accepted); nullopt if malformed.
+std::optional<Clock::time_point> parse_time(const std::string& s);
+
+}  // namespace trainbench::op

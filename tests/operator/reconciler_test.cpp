@@ -1,0 +1,284 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/report.hpp"
+#include "core/run_config.hpp"
+#include "operator/controller/naming.hpp"
+#include "operator/controller/reconciler.hpp"
+
+namespace trainbench::op {
+namespace {
+
+using nlohmann::json;
+
+json job_object(json spec_extra = json::object()) {
+  json spec = {{"benchmark", {{"model", "mlp"}, {"batchSizePerDevice", 8}, {"warmupSteps", 1}, {"measureSteps", 4},
+                              {"repeats", 1}}},
+               {"sweep", json::array({{{"nodes", 1}, {"devicesPerNode", 1}, {"paradigm", "none"}},
+                                      {{"nodes", 2}, {"devicesPerNode", 2}}})},
+               {"runPolicy", {{"backoffLimit", 1}, {"schedulingTimeoutSeconds", 60}}}};
+  spec.update(spec_extra, true);
+  return {{"apiVersion", "trainbench.dev/v1alpha1"},
+          {"kind", "BenchmarkJob"},
+          {"metadata", {{"name", "bj"}, {"namespace", "ns1"}, {"uid", "uid-1"}, {"generation", 1}}},
+          {"spec", spec}};
+}
+
+Clock::time_point t0() { return *parse_time("2026-11-22T10:00:00Z"); }
+
+std::vector<const Action*> of(const Decision& d, Action::Verb v, const std::string& resource = "") {
+  std::vector<const Action*> out;
+  for (const auto& a : d.actions) {
+    if (a.verb == v && (resource.empty() || a.resource == resource)) out.push_back(&a);
+  }
+  return out;
+}
+
+json status_of(const Decision& d) {
+  auto p = of(d, Action::Verb::PatchStatus);
+  return p.empty() ? json() : p.back()->body["status"];
+}
+
+/// Applies a decision the way the cluster would: creates appear (pods Pending), deletes vanish,
+/// the status patch lands.
+void apply(Observed& o, const Decision& d) {
+  for (const auto& a : d.actions) {
+    if (a.verb == Action::Verb::Create) {
+      if (a.resource == "pods") o.pods.push_back(a.body);
+      if (a.resource == "services") o.services.push_back(a.body);
+      if (a.resource == "configmaps") o.configmaps.push_back(a.body);
+      if (a.resource == "serviceaccounts") o.reporter_service_account = true;
+      if (a.resource == "roles") o.reporter_role = true;
+      if (a.resource == "rolebindings") o.reporter_role_binding = true;
+    } else if (a.verb == Action::Verb::Delete && a.resource == "pods") {
+      o.pods.erase(std::remove_if(o.pods.begin(), o.pods.end(),
+                                  [&](const json& p) { return p["metadata"]["name"] == a.name; }),
+                   o.pods.end());
+    } else if (a.verb == Action::Verb::PatchStatus) {
+      o.job["status"] = a.body["status"];
+    }
+  }
+}
+
+void set_phase(Observed& o, const std::string& pod, const std::string& phase, int exit_code = 0) {
+  for (auto& p : o.pods) {
+    if (p["metadata"]["name"] != pod) continue;
+    p["status"]["phase"] = phase;
+    if (phase == "Failed" || phase == "Succeeded") {
+      p["status"]["containerStatuses"] = json::array(
+          {{{"name", "trainer"},
+            {"state", {{"terminated", {{"exitCode", exit_code}, {"reason", "Error"}, {"message", "trainbench-worker rank 1: boom"}}}}}}});
+    }
+  }
+}
+
+void all_running(Observed& o) {
+  for (auto& p : o.pods) p["status"]["phase"] = "Running";
+}
+
+std::string env(const json& pod, const std::string& name) {
+  for (const auto& e : pod["spec"]["containers"][0]["env"]) {
+    if (e["name"] == name) return e.contains("value") ? e["value"].get<std::string>() : "<ref>";
+  }
+  return "<unset>";
+}
+
+void deliver_result(Observed& o, int run, int attempt, int world) {
+  RunConfig cfg;
+  cfg.index = run;
+  cfg.nodes = 1;
+  cfg.devices_per_node = world;
+  cfg.paradigm = world == 1 ? "none" : "ddp";
+  cfg.batch_size_per_device = 8;
+  RunResult r;
+  r.world_size = world;
+  r.environment.backend = "gloo";
+  for (int k = 0; k < world; ++k) r.ranks.push_back({k, 0, k, {{0.1, 0.2, 0.3}}, 1000, 1.0});
+  json payload = {{"attempt", attempt}, {"run", to_json(summarize_run(cfg, r))}, {"environment", to_json(r.environment)}};
+  for (auto& cm : o.configmaps) {
+    if (cm["metadata"]["name"] == result_configmap_name("bj", run)) cm["data"]["result"] = payload.dump();
+  }
+}
+
+TEST(Reconciler, InvalidSpecGetsConditionWithFieldAndNoPods) {
+  Observed o{job_object({{"sweep", json::array({{{"nodes", 1}, {"devicesPerNode", 0}}})}}), {}, {}, {}, false, false, false, t0()};
+  const Decision d = reconcile(o);
+  EXPECT_TRUE(of(d, Action::Verb::Create, "pods").empty());
+  const json st = status_of(d);
+  EXPECT_EQ(st["phase"], "Invalid");
+  EXPECT_EQ(st["observedGeneration"], 1);
+  bool found = false;
+  for (const auto& c : st["conditions"]) {
+    if (c["type"] == "Invalid") {
+      EXPECT_EQ(c["status"], "True");
+      EXPECT_NE(c["message"].get<std::string>().find("spec.sweep[0].devicesPerNode"), std::string::npos);
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
+  EXPECT_EQ(of(d, Action::Verb::Event).size(), 1u);
+}
+
+TEST(Reconciler, FirstReconcileCreatesTheFirstRunWithRanksAndOwners) {
+  Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
+  const Decision d = reconcile(o);
+  const auto pods = of(d, Action::Verb::Create, "pods");
+  ASSERT_EQ(pods.size(), 2u);  // run 0: master + one trainer
+  EXPECT_EQ(of(d, Action::Verb::Create, "services").size(), 1u);
+  EXPECT_EQ(of(d, Action::Verb::Create, "configmaps").size(), 1u);
+  EXPECT_EQ(of(d, Action::Verb::Create, "roles").size(), 1u);
+  for (const auto* a : pods) {
+    EXPECT_EQ(a->body["metadata"]["ownerReferences"][0]["uid"], "uid-1");
+    EXPECT_EQ(a->body["metadata"]["labels"]["app.kubernetes.io/managed-by"], "trainbench-operator");
+    EXPECT_EQ(env(a->body, "MASTER_ADDR"), "bj-r0.ns1.svc");
+    EXPECT_EQ(env(a->body, "WORLD_SIZE"), "1");
+    EXPECT_EQ(a->body["spec"]["restartPolicy"], "Never");
+  }
+  const json st = status_of(d);
+  EXPECT_EQ(st["phase"], "Running");
+  EXPECT_EQ(st["runsTotal"], 2);
+  EXPECT_EQ(st["runs"][0]["phase"], "Starting");
+  EXPECT_TRUE(d.requeue_after.has_value());
+}
+
+TEST(Reconciler, WholeSweepSucceedsWithReport) {
+  Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
+  apply(o, reconcile(o));
+  all_running(o);
+  apply(o, reconcile(o));
+  EXPECT_EQ(o.job["status"]["runs"][0]["phase"], "Running");
+  deliver_result(o, 0, 0, 1);
+  Decision d = reconcile(o);
+  apply(o, d);
+  EXPECT_EQ(o.job["status"]["runsDone"], 1);
+  EXPECT_EQ(o.job["status"]["progress"], "1/2");
+  // run 1: 2 nodes x 2 devices -> master + 2 trainers with their NODE_RANK
+  const auto pods = of(d, Action::Verb::Create, "pods");
+  ASSERT_EQ(pods.size(), 3u);
+  std::set<std::string> node_ranks;
+  for (const auto* a : pods) {
+    EXPECT_EQ(env(a->body, "WORLD_SIZE"), "4");
+    EXPECT_EQ(env(a->body, "MASTER_ADDR"), "bj-r1.ns1.svc");
+    if (a->body["metadata"]["labels"]["trainbench.dev/role"] == "trainer") {
+      node_ranks.insert(env(a->body, "NODE_RANK"));
+      EXPECT_EQ(env(a->body, "NPROC_PER_NODE"), "2");
+    }
+  }
+  EXPECT_EQ(node_ranks, (std::set<std::string>{"0", "1"}));
+  all_running(o);
+  apply(o, reconcile(o));
+  deliver_result(o, 1, 0, 4);
+  d = reconcile(o);
+  apply(o, d);
+  const json st = o.job["status"];
+  EXPECT_EQ(st["phase"], "Succeeded");
+  EXPECT_EQ(st["report"]["runs"].size(), 2u);
+  EXPECT_DOUBLE_EQ(st["report"]["runs"][0]["speedup"].get<double>(), 1.0);
+  EXPECT_GT(st["bestExamplesPerSec"].get<double>(), 0);
+  EXPECT_TRUE(o.pods.empty()) << "cleanPodPolicy All leaves no pod";
+}
+
+TEST(Reconciler, FailedPodRestartsTheWholeRunThenFailsAfterBackoff) {
+  Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
+  apply(o, reconcile(o));
+  all_running(o);
+  apply(o, reconcile(o));
+  set_phase(o, trainer_pod_name("bj", 0, 0, 0), "Failed", 1);
+  Decision d = reconcile(o);
+  EXPECT_EQ(of(d, Action::Verb::Delete, "pods").size(), 2u) << "the whole run is restarted";
+  apply(o, d);
+  EXPECT_EQ(o.job["status"]["runs"][0]["attempt"], 1);
+  EXPECT_EQ(o.job["status"]["phase"], "Running");
+  d = reconcile(o);  // attempt 1's pods
+  apply(o, d);
+  ASSERT_EQ(of(d, Action::Verb::Create, "pods").size(), 2u);
+  EXPECT_EQ(of(d, Action::Verb::Create, "pods")[0]->body["metadata"]["labels"]["trainbench.dev/attempt"], "1");
+  all_running(o);
+  apply(o, reconcile(o));
+  set_phase(o, trainer_pod_name("bj", 0, 1, 0), "Failed", 1);
+  d = reconcile(o);
+  apply(o, d);
+  const json st = o.job["status"];
+  EXPECT_EQ(st["phase"], "Failed");
+  const std::string msg = st["conditions"].back()["message"];
+  EXPECT_NE(msg.find("exited with code 1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("trainbench-worker rank 1: boom"), std::string::npos) << msg;
+  EXPECT_TRUE(o.pods.empty()) << "the running master must not outlive a failed job";
+}
+
+TEST(Reconciler, PodsNotRunningInTimeFailTheRunNamingThem) {
+  Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
+  apply(o, reconcile(o));
+  set_phase(o, master_pod_name("bj", 0, 0), "Running");
+  o.now = t0() + std::chrono::seconds(30);
+  Decision d = reconcile(o);
+  ASSERT_TRUE(d.requeue_after.has_value());
+  EXPECT_LE(d.requeue_after->count(), 30200);
+  o.now = t0() + std::chrono::seconds(61);
+  d = reconcile(o);
+  apply(o, d);
+  EXPECT_EQ(o.job["status"]["phase"], "Failed");
+  const std::string msg = o.job["status"]["runs"][0]["message"];
+  EXPECT_NE(msg.find(trainer_pod_name("bj", 0, 0, 0) + " (Pending"), std::string::npos) << msg;
+  EXPECT_TRUE(o.pods.empty());
+}
+
+TEST(Reconciler, ActiveDeadlineFailsTheJob) {
+  Observed o{job_object({{"runPolicy", {{"activeDeadlineSeconds", 100}}}}), {}, {}, {}, false, false, false, t0()};
+  apply(o, reconcile(o));
+  all_running(o);
+  o.now = t0() + std::chrono::seconds(101);
+  apply(o, reconcile(o));
+  EXPECT_EQ(o.job["status"]["phase"], "Failed");
+  EXPECT_EQ(o.job["status"]["conditions"].back()["reason"], "DeadlineExceeded");
+  EXPECT_TRUE(o.pods.empty());
+}
+
+TEST(Reconciler, RestartedOperatorCreatesNoDuplicates) {
+  Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
+  Decision d = reconcile(o);
+  // The pods were created but the status patch was lost (the operator died in between).
+  for (const auto& a : d.actions) {
+    if (a.verb == Action::Verb::Create && a.resource == "pods") {
+      o.pods.push_back(a.body);
+      break;  // only the first pod made it
+    }
+  }
+  o.services.push_back(json{{"metadata", {{"name", "bj-r0"}}}});
+  d = reconcile(o);
+  const auto creates = of(d, Action::Verb::Create, "pods");
+  ASSERT_EQ(creates.size(), 1u);
+  EXPECT_NE(creates[0]->name, o.pods[0]["metadata"]["name"]);
+  EXPECT_TRUE(of(d, Action::Verb::Create, "services").empty());
+}
+
+TEST(Reconciler, ResultOfAnOlderAttemptIsIgnored) {
+  Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
+  apply(o, reconcile(o));
+  o.job["status"]["runs"][0]["attempt"] = 1;
+  deliver_result(o, 0, 0, 1);
+  apply(o, reconcile(o));
+  EXPECT_EQ(o.job["status"]["runsDone"], 0);
+}
+
+TEST(Reconciler, FinishedJobKeepsNothingRunning) {
+  Observed o{job_object({{"runPolicy", {{"cleanPodPolicy", "None"}}}}), {}, {}, {}, false, false, false, t0()};
+  o.job["status"] = {{"phase", "Failed"}, {"observedGeneration", 1}};
+  o.pods.push_back({{"metadata", {{"name", "bj-r0-a0-master"}, {"labels", {{"trainbench.dev/run", "0"}}}}}, {"status", {{"phase", "Running"}}}});
+  o.pods.push_back({{"metadata", {{"name", "bj-r0-a0-trainer-0"}, {"labels", {{"trainbench.dev/run", "0"}}}}}, {"status", {{"phase", "Failed"}}}});
+  const Decision d = reconcile(o);
+  const auto dels = of(d, Action::Verb::Delete, "pods");
+  ASSERT_EQ(dels.size(), 1u);
+  EXPECT_EQ(dels[0]->name, "bj-r0-a0-master");
+  EXPECT_TRUE(of(d, Action::Verb::PatchStatus).empty()) << "nothing changed";
+}
+
+TEST(Reconciler, TimesRoundTrip) {
+  EXPECT_EQ(format_time(t0()), "2026-11-22T10:00:00Z");
+  EXPECT_EQ(*parse_time("2026-11-22T11:00:00.123+01:00"), t0());
+  EXPECT_FALSE(parse_time("yesterday").has_value());
+}
+
+}  // namespace
+}  // namespace trainbench::op
