@@ -20,6 +20,10 @@
 //   TRAINBENCH_MALLOC=system   keep glibc's default of returning large freed blocks to the
 //                             kernel (by default the worker keeps them: see system_probe.hpp)
 //
+//   TRAINBENCH_EXTERNAL_STORE=1 the run's store is served by the master pod (trainbench-worker
+//                             --master); rank 0 hands the result to it instead of a file
+//   POD_IP                    the address gloo listens on (the pod's IP)
+//
 // Test hooks:
 //   TRAINBENCH_DUMP_PARAMS=PREFIX        every rank writes its final parameters, flattened in
 //                                        registration order, as raw little-endian float32 to
@@ -39,7 +43,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/run_config.hpp"
+#include "worker/master.hpp"
 #include "worker/model_summary.hpp"
+#include "worker/output_files.hpp"
 #include "worker/rank_env.hpp"
 #include "worker/system_probe.hpp"
 #include "worker/train_loop.hpp"
@@ -78,6 +84,8 @@ trainbench::worker::WorkerOptions options_from_env() {
   o.result_file = env_or_empty("TRAINBENCH_RESULT_FILE");
   o.progress_file = env_or_empty("TRAINBENCH_PROGRESS_FILE");
   o.dump_params_prefix = env_or_empty("TRAINBENCH_DUMP_PARAMS");
+  o.external_store = env_or_empty("TRAINBENCH_EXTERNAL_STORE") == "1";
+  o.bind_address = env_or_empty("POD_IP");
   const std::string ref = env_or_empty("TRAINBENCH_REFERENCE_WORLD_SIZE");
   if (!ref.empty()) {
     const auto w = trainbench::worker::parse_int(ref);
@@ -87,6 +95,33 @@ trainbench::worker::WorkerOptions options_from_env() {
     o.reference_world_size = *w;
   }
   return o;
+}
+
+int int_from_env(const char* name, int fallback) {
+  const std::string v = env_or_empty(name);
+  if (v.empty()) return fallback;
+  const auto parsed = trainbench::worker::parse_int(v);
+  if (!parsed) throw ConfigError(std::string(name) + " must be an integer, got '" + v + "'");
+  return *parsed;
+}
+
+/// trainbench-worker --master: the run's master (see worker/master.hpp). The result goes to
+/// TRAINBENCH_RESULT_FILE when set, else to stdout.
+int run_master_from_env() {
+  const auto config = config_from_env();
+  trainbench::worker::MasterOptions mo;
+  mo.port = int_from_env("MASTER_PORT", 0);
+  if (mo.port <= 0 || mo.port > 65535) throw ConfigError("MASTER_PORT must be a port number");
+  mo.attempt = int_from_env("TRAINBENCH_ATTEMPT", 0);
+  const std::string file = env_or_empty("TRAINBENCH_RESULT_FILE");
+  trainbench::worker::run_master(config, mo, [&file](const nlohmann::json& payload) {
+    if (file.empty()) {
+      std::cout << payload.dump() << std::endl;
+    } else {
+      trainbench::worker::write_file_atomically(file, payload.dump() + "\n");
+    }
+  });
+  return 0;
 }
 
 int describe_model(const std::string& name) {
@@ -110,8 +145,13 @@ int main(int argc, char** argv) {
       if (argc != 3) throw ConfigError("usage: trainbench-worker --describe-model NAME");
       return describe_model(argv[2]);
     }
+    if (arg1 == "--master") {
+      if (argc != 2) throw ConfigError("usage: trainbench-worker --master");
+      rank_label = "master";
+      return run_master_from_env();
+    }
     if (arg1 == "--help" || arg1 == "-h") {
-      std::cout << "usage: trainbench-worker [--describe-model NAME]\n"
+      std::cout << "usage: trainbench-worker [--describe-model NAME | --master]\n"
                    "Runs one rank of a trainbench run; configured through TRAINBENCH_RUN_CONFIG\n"
                    "and torchrun/Slurm environment variables.\n";
       return 0;

@@ -42,26 +42,90 @@ void wait_work(const compat::WorkPtr& work, std::chrono::milliseconds timeout) {
 
 }  // namespace
 
-std::unique_ptr<Communicator> Communicator::create(const RankEnv& env, const RunConfig& config) {
+struct RunStore::Impl {
+  c10::intrusive_ptr<c10d::TCPStore> store;
+};
+
+RunStore::RunStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+RunStore::~RunStore() = default;
+
+std::unique_ptr<RunStore> RunStore::connect(const std::string& addr, int port, std::chrono::milliseconds timeout) {
+  auto impl = std::make_unique<Impl>();
+  c10d::TCPStoreOptions opts;
+  opts.port = static_cast<std::uint16_t>(port);
+  opts.isServer = false;
+  opts.waitWorkers = false;
+  opts.timeout = timeout;
+  try {
+    impl->store = c10::make_intrusive<c10d::TCPStore>(addr, opts);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error("cannot reach the run's store at " + addr + ":" + std::to_string(port) + ": " +
+                             compat::error_message(e));
+  }
+  return std::unique_ptr<RunStore>(new RunStore(std::move(impl)));
+}
+
+std::unique_ptr<RunStore> RunStore::serve(int port, std::chrono::milliseconds timeout) {
+  auto impl = std::make_unique<Impl>();
+  c10d::TCPStoreOptions opts;
+  opts.port = static_cast<std::uint16_t>(port);
+  opts.isServer = true;
+  opts.waitWorkers = false;
+  opts.timeout = timeout;
+  try {
+    impl->store = c10::make_intrusive<c10d::TCPStore>("0.0.0.0", opts);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error("cannot serve the run's store on port " + std::to_string(port) + ": " +
+                             compat::error_message(e));
+  }
+  return std::unique_ptr<RunStore>(new RunStore(std::move(impl)));
+}
+
+void RunStore::set(const std::string& key, const std::string& value) {
+  impl_->store->set(key, std::vector<std::uint8_t>(value.begin(), value.end()));
+}
+
+std::string RunStore::get(const std::string& key, std::chrono::milliseconds timeout) {
+  try {
+    impl_->store->wait({key}, timeout);
+    const auto v = impl_->store->get(key);
+    return std::string(v.begin(), v.end());
+  } catch (const c10::Error& e) {
+    throw std::runtime_error("waiting for store key " + key + ": " + compat::error_message(e));
+  }
+}
+
+std::int64_t RunStore::add(const std::string& key, std::int64_t delta) { return impl_->store->add(key, delta); }
+
+std::unique_ptr<Communicator> Communicator::create(const RankEnv& env, const RunConfig& config,
+                                                   const RunStore* external, const std::string& bind_address) {
   auto impl = std::make_unique<Impl>();
   impl->rank = env.rank;
   impl->size = env.world_size;
   impl->backend_name = config.backend;
   impl->timeout = std::chrono::seconds(config.collective_timeout_seconds);
   try {
-    c10d::TCPStoreOptions opts;
-    opts.port = static_cast<std::uint16_t>(env.master_port);
-    opts.isServer = env.rank == 0;
-    opts.numWorkers = static_cast<std::size_t>(env.world_size);
-    opts.waitWorkers = true;
-    opts.timeout = impl->timeout;
-    impl->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
+    if (external != nullptr) {
+      impl->store = external->impl_->store;
+    } else {
+      c10d::TCPStoreOptions opts;
+      opts.port = static_cast<std::uint16_t>(env.master_port);
+      opts.isServer = env.rank == 0;
+      opts.numWorkers = static_cast<std::size_t>(env.world_size);
+      opts.waitWorkers = true;
+      opts.timeout = impl->timeout;
+      impl->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
+    }
 
     if (config.backend == "gloo") {
       auto options = c10d::ProcessGroupGloo::Options::create(impl->timeout);
-      options->devices.push_back(is_loopback(env.master_addr)
-                                     ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                     : c10d::ProcessGroupGloo::createDefaultDevice());
+      if (!bind_address.empty()) {
+        options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(bind_address));
+      } else {
+        options->devices.push_back(is_loopback(env.master_addr)
+                                       ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                       : c10d::ProcessGroupGloo::createDefaultDevice());
+      }
       impl->backend =
           c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, env.rank, env.world_size, options);
     } else if (config.backend == "nccl") {

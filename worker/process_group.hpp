@@ -2,6 +2,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -23,13 +25,48 @@ class PendingCollective {
   std::function<void()> wait_;
 };
 
+/// Store keys of the operator's report path: rank 0 sets the RunResult JSON under kResultKey;
+/// every rank adds 1 to kFinishedKey when it is done with the store.
+inline constexpr const char* kResultKey = "trainbench/result";
+inline constexpr const char* kFinishedKey = "trainbench/finished";
+
+/// A run's rendezvous store (c10d TCPStore) used as a key-value channel: in the operator's pods
+/// the master hosts it and the ranks are clients (TRAINBENCH_EXTERNAL_STORE=1); rank 0 hands
+/// the run's result to the master through it.
+class RunStore {
+ public:
+  /// Client of the store at addr:port (retries until the server is up or `timeout` passes).
+  static std::unique_ptr<RunStore> connect(const std::string& addr, int port, std::chrono::milliseconds timeout);
+  /// Server on `port` (all interfaces), for the master.
+  static std::unique_ptr<RunStore> serve(int port, std::chrono::milliseconds timeout);
+  ~RunStore();
+  RunStore(const RunStore&) = delete;
+  RunStore& operator=(const RunStore&) = delete;
+
+  void set(const std::string& key, const std::string& value);
+  /// Blocks until `key` exists or `timeout` passes (then throws).
+  std::string get(const std::string& key, std::chrono::milliseconds timeout);
+  std::int64_t add(const std::string& key, std::int64_t delta);
+
+ private:
+  friend class Communicator;
+  struct Impl;
+  explicit RunStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 /// The worker's process group: a c10d TCPStore rendezvous (rank 0 serves it at
 /// MASTER_ADDR:MASTER_PORT) and a ProcessGroupGloo (CPU) or ProcessGroupNCCL (CUDA builds).
 /// Every rank must call the collectives in the same order.
 class Communicator {
  public:
   /// Rendezvous; timeout = config.collective_timeout_seconds. Throws on failure/timeout.
-  static std::unique_ptr<Communicator> create(const RankEnv& env, const RunConfig& config);
+  /// `external`: rendezvous through this store instead of rank 0 serving one at
+  /// MASTER_ADDR:MASTER_PORT. `bind_address`: the address gloo listens on (the pod IP); empty:
+  /// 127.0.0.1 for a loopback master, else the host name's address.
+  static std::unique_ptr<Communicator> create(const RankEnv& env, const RunConfig& config,
+                                              const RunStore* external = nullptr,
+                                              const std::string& bind_address = "");
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;

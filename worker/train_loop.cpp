@@ -163,8 +163,12 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   }
   const bool ddp = c.paradigm == "ddp";
 
+  std::unique_ptr<RunStore> store;
+  if (o.external_store) {
+    store = RunStore::connect(env.master_addr, env.master_port, std::chrono::seconds(c.collective_timeout_seconds));
+  }
   std::unique_ptr<Communicator> comm;
-  if (ddp) comm = Communicator::create(env, c);
+  if (ddp) comm = Communicator::create(env, c, store.get(), o.bind_address);
   const int world = env.world_size;
 
   torch::manual_seed(c.seed);  // same initial model on every rank
@@ -258,7 +262,10 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   } else {
     all = mine.unsqueeze(0);
   }
-  if (env.rank != 0) return;
+  if (env.rank != 0) {
+    if (store) store->add(kFinishedKey, 1);
+    return;
+  }
 
   RunResult result;
   result.run_index = c.index;
@@ -285,7 +292,10 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
     result.ranks.push_back(std::move(rr));
   }
   const std::string text = to_json(result).dump(2) + "\n";
-  if (o.result_file.empty()) {
+  if (store) {
+    store->set(kResultKey, text);
+    store->add(kFinishedKey, 1);
+  } else if (o.result_file.empty()) {
     std::cout << text << std::flush;
   } else {
     write_file_atomically(o.result_file, text);

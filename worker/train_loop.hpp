@@ -13,6 +13,9 @@ struct WorkerOptions {
   std::string progress_file;       ///< TRAINBENCH_PROGRESS_FILE; empty: no progress
   std::string dump_params_prefix;  ///< TRAINBENCH_DUMP_PARAMS; empty: no dump
   int reference_world_size = 0;    ///< TRAINBENCH_REFERENCE_WORLD_SIZE; 0: off
+  bool external_store = false;     ///< TRAINBENCH_EXTERNAL_STORE=1: the master pod serves the store,
+                                   ///< rank 0 hands the result to it (key trainbench/result)
+  std::string bind_address;        ///< POD_IP: the address gloo listens on
 };
 
 /// Runs one rank of one benchmark run: rendezvous (paradigm ddp), model, synthetic data,

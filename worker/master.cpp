@@ -1,0 +1,41 @@
+#include "worker/master.hpp"
+
+#include <iostream>
+#include <stdexcept>
+#include <thread>
+
+#include "core/report.hpp"
+#include "core/run_result.hpp"
+#include "worker/process_group.hpp"
+
+namespace trainbench::worker {
+
+void run_master(const RunConfig& run, const MasterOptions& options, const ResultSink& sink) {
+  auto store = RunStore::serve(options.port, options.wait_for_result);
+  std::cerr << "trainbench-worker master: serving the store of run " << run.index << " (" << run.world_size()
+            << " ranks) on port " << options.port << "\n";
+  const std::string text = store->get(kResultKey, options.wait_for_result);
+  RunResult result;
+  try {
+    result = run_result_from_json(nlohmann::json::parse(text));
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("rank 0 sent an unreadable result: ") + e.what());
+  }
+  if (result.world_size != run.world_size() || result.run_index != run.index) {
+    throw std::runtime_error("rank 0 sent the result of run " + std::to_string(result.run_index) + " with " +
+                             std::to_string(result.world_size) + " ranks, expected run " + std::to_string(run.index) +
+                             " with " + std::to_string(run.world_size()));
+  }
+  const nlohmann::json payload = {{"attempt", options.attempt},
+                                  {"run", to_json(summarize_run(run, result))},
+                                  {"environment", to_json(result.environment)}};
+  sink(payload);
+  std::cerr << "trainbench-worker master: result of run " << run.index << " delivered\n";
+  // Keep the store up until every rank has let go of it (process-group teardown uses it).
+  const auto until = std::chrono::steady_clock::now() + options.wait_for_ranks;
+  while (store->add(kFinishedKey, 0) < run.world_size() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+}  // namespace trainbench::worker

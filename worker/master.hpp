@@ -1,0 +1,30 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/run_config.hpp"
+
+namespace trainbench::worker {
+
+/// Where the master delivers a run's summarised result: {"attempt", "run" (RunReport JSON),
+/// "environment"}. The operator's pods write it into the run's result ConfigMap.
+using ResultSink = std::function<void(const nlohmann::json& payload)>;
+
+struct MasterOptions {
+  int port = 29500;                                   ///< MASTER_PORT
+  int attempt = 0;                                    ///< TRAINBENCH_ATTEMPT
+  std::chrono::milliseconds wait_for_result{std::chrono::hours(24 * 7)};
+  std::chrono::milliseconds wait_for_ranks{std::chrono::seconds(60)};  ///< after the result
+};
+
+/// The master of a run (trainbench-worker --master): serves the run's rendezvous store, waits
+/// for rank 0's RunResult, checks it against the config, summarises it with core (per-rank
+/// percentiles; raw step times stay behind, so 1024 ranks fit in a ConfigMap), hands it to
+/// `sink`, then waits for every rank to be done with the store. Throws on a bad result.
+void run_master(const RunConfig& run, const MasterOptions& options, const ResultSink& sink);
+
+}  // namespace trainbench::worker
