@@ -15,11 +15,15 @@ inline constexpr int kExitRunFailed = 3;   ///< one or more runs failed (the rep
 extern const char* const kRunUsage;
 extern const char* const kDiffUsage;
 extern const char* const kValidateUsage;
+extern const char* const kCrdUsage;
+extern const char* const kNodeLaunchUsage;
 
 /// Each takes the words after its subcommand name; may throw UsageError (exit 2) or
 /// std::exception (exit 1), which main reports.
 int cmd_run(const std::vector<std::string>& args);
 int cmd_diff(const std::vector<std::string>& args);
 int cmd_validate(const std::vector<std::string>& args);
+int cmd_crd(const std::vector<std::string>& args);
+int cmd_node_launch(const std::vector<std::string>& args);
 
 }  // namespace trainbench::cli

@@ -345,8 +345,9 @@ LocalRunOutcome run_local(const RunConfig& run, const LocalExecutorOptions& opts
     out.run_dir = make_run_dir(opts.runs_dir, run);
     result_file = out.run_dir + "/result.json";
     progress_file = out.run_dir + "/progress.json";
-    const int port = pick_free_port();
+    const int port = opts.master_port > 0 ? opts.master_port : pick_free_port();
     for (const auto& placement : placements(run)) {
+      if (opts.node_rank >= 0 && placement.node_rank != opts.node_rank) continue;
       auto vars = rank_environment(run, placement, opts.master_addr, port);
       vars["TRAINBENCH_RESULT_FILE"] = result_file;
       vars["TRAINBENCH_PROGRESS_FILE"] = progress_file;
@@ -474,6 +475,8 @@ LocalRunOutcome run_local(const RunConfig& run, const LocalExecutorOptions& opts
   } else if (deadline_hit) {
     out.outcome.error = "run exceeded spec.runPolicy.activeDeadlineSeconds (" +
                         std::to_string(opts.active_deadline_seconds) + " s); all ranks were stopped";
+  } else if (!opts.expect_result) {
+    // Every rank exited 0 and the result goes elsewhere (node-launch: rank 0 hands it to the master).
   } else {
     // Every rank exited 0: rank 0 must have written the result.
     const std::string text = read_file(result_file);

@@ -17,6 +17,9 @@ struct LocalExecutorOptions {
   double grace_seconds = 3.0;      ///< SIGTERM -> SIGKILL when stopping ranks
   int poll_ms = 100;
   std::string master_addr = "127.0.0.1";
+  int master_port = 0;             ///< 0: a free port is picked for the run
+  int node_rank = -1;              ///< >= 0: start only that node's ranks (trainbench node-launch)
+  bool expect_result = true;       ///< false: success is every rank exiting 0 (rank 0 reports elsewhere)
   std::function<void(const ProgressUpdate&)> on_progress;  ///< called when rank 0's progress changes
 };
 

@@ -22,6 +22,9 @@ constexpr const char* kUsage =
     "                 compare two JSON reports (p75/p95 sec/iter, ex/sec, % change)\n"
     "  validate JOB.yaml...\n"
     "                 check BenchmarkJob files without running anything\n"
+    "  crd [--output yaml|json]\n"
+    "                 print the BenchmarkJob CustomResourceDefinition for Kubernetes\n"
+    "  node-launch    run one node's ranks of a run from the environment (operator pods)\n"
     "  version        print the trainbench version\n"
     "  help [COMMAND] show this help or a command's\n"
     "\n"
@@ -32,6 +35,8 @@ const char* usage_of(const std::string& command) {
   if (command == "run") return trainbench::cli::kRunUsage;
   if (command == "diff") return trainbench::cli::kDiffUsage;
   if (command == "validate") return trainbench::cli::kValidateUsage;
+  if (command == "crd") return trainbench::cli::kCrdUsage;
+  if (command == "node-launch") return trainbench::cli::kNodeLaunchUsage;
   return nullptr;
 }
 
@@ -65,6 +70,8 @@ int dispatch(const std::vector<std::string>& words) {
   if (command == "run") return cmd_run(rest);
   if (command == "diff") return cmd_diff(rest);
   if (command == "validate") return cmd_validate(rest);
+  if (command == "crd") return cmd_crd(rest);
+  if (command == "node-launch") return cmd_node_launch(rest);
   std::cerr << "trainbench: unknown command \"" << command << "\"\n\n" << kUsage;
   return kExitUsage;
 }

@@ -11,6 +11,9 @@
 #include <set>
 #include <sstream>
 
+#include "core/version.hpp"
+#include "core/yaml_node_json.hpp"
+
 namespace trainbench {
 namespace {
 
@@ -130,8 +133,10 @@ class Reader {
     error(join(path, key), "must be true or false, got " + describe(n));
   }
 
+  /// `strict`: a plain scalar YAML reads as a number, boolean or null is refused (the API server
+  /// would see a non-string), with a hint to quote it.
   void read_string_map(const YAML::Node& parent, const std::string& key, const std::string& path,
-                       std::map<std::string, std::string>& out) {
+                       std::map<std::string, std::string>& out, bool strict = false) {
     const YAML::Node n = parent[key];
     if (!n.IsDefined() || n.IsNull()) return;
     if (!n.IsMap()) {
@@ -140,12 +145,95 @@ class Reader {
     }
     for (const auto& kv : n) {
       std::string k = kv.first.IsScalar() ? kv.first.Scalar() : "?";
-      if (!kv.second.IsScalar()) {
-        error(join(path, key) + "." + k, "must be a string, got " + describe(kv.second));
+      if (!kv.second.IsScalar() || (strict && !is_yaml_string(kv.second))) {
+        error(join(path, key) + "." + k, "must be a string, got " + describe(kv.second) + quote_hint(kv.second));
         continue;
       }
       out[k] = kv.second.Scalar();
     }
+  }
+
+  /// A string field of the operator's sections: like read_string, but `image: 1` or `socketIfname:
+  /// true` is refused, since the API server would see a number or a boolean.
+  void read_text(const YAML::Node& parent, const std::string& key, const std::string& path, std::string& out) {
+    const YAML::Node n = parent[key];
+    if (!n.IsDefined() || n.IsNull()) return;
+    if (!n.IsScalar() || !is_yaml_string(n)) {
+      error(join(path, key), "must be a string, got " + describe(n) + quote_hint(n));
+      return;
+    }
+    out = n.Scalar();
+  }
+
+  /// requests/limits: integers and quantity strings; a bare fraction (0.5) is refused because the
+  /// API server's int-or-string schema would refuse it ("0.5" or "500m" are fine).
+  void read_quantity_map(const YAML::Node& parent, const std::string& key, const std::string& path,
+                         std::map<std::string, std::string>& out) {
+    const YAML::Node n = parent[key];
+    if (!n.IsDefined() || n.IsNull()) return;
+    if (!n.IsMap()) {
+      error(join(path, key), "must be a map of quantities, got " + describe(n));
+      return;
+    }
+    for (const auto& kv : n) {
+      const std::string p = join(path, key) + "." + (kv.first.IsScalar() ? kv.first.Scalar() : "?");
+      if (!kv.second.IsScalar()) {
+        error(p, "must be a quantity (an integer or a string such as \"500m\" or \"4Gi\"), got " +
+                     describe(kv.second));
+        continue;
+      }
+      const detail::ScalarKind kind = detail::scalar_kind(kv.second);
+      if (kind != detail::ScalarKind::String && kind != detail::ScalarKind::Int) {
+        error(p, "must be an integer or a quantity string, got " + describe(kv.second) +
+                     " (write fractions as strings: \"0.5\" or \"500m\")");
+        continue;
+      }
+      out[kv.first.Scalar()] = kv.second.Scalar();
+    }
+  }
+
+  /// A list of Kubernetes objects (tolerations, volumes, ...), kept verbatim as JSON.
+  void read_object_list(const YAML::Node& parent, const std::string& key, const std::string& path,
+                        nlohmann::json& out) {
+    const YAML::Node n = parent[key];
+    if (!n.IsDefined() || n.IsNull()) return;
+    const std::string p = join(path, key);
+    if (!n.IsSequence()) {
+      error(p, "must be a list of objects, got " + describe(n));
+      return;
+    }
+    out = nlohmann::json::array();
+    for (std::size_t i = 0; i < n.size(); ++i) {
+      if (!n[i].IsMap()) {
+        error(p + "[" + std::to_string(i) + "]", "must be an object, got " + describe(n[i]));
+        continue;
+      }
+      try {
+        out.push_back(detail::yaml_node_to_json(n[i]));
+      } catch (const std::exception& e) {
+        error(p + "[" + std::to_string(i) + "]", e.what());
+      }
+    }
+  }
+
+  static bool is_yaml_string(const YAML::Node& n) {
+    return n.IsScalar() && detail::scalar_kind(n) == detail::ScalarKind::String;
+  }
+
+  static std::string quote_hint(const YAML::Node& n) {
+    if (n.IsScalar() && !is_yaml_string(n)) return " (YAML reads it as a " + kind_name(n) + "; quote it)";
+    return "";
+  }
+
+  static std::string kind_name(const YAML::Node& n) {
+    switch (detail::scalar_kind(n)) {
+      case detail::ScalarKind::Null: return "null";
+      case detail::ScalarKind::Bool: return "boolean";
+      case detail::ScalarKind::Int:
+      case detail::ScalarKind::Float: return "number";
+      case detail::ScalarKind::String: break;
+    }
+    return "string";
   }
 
  private:
@@ -180,8 +268,13 @@ void read_mlp(Reader& r, const YAML::Node& n, const std::string& path, MlpSpec& 
     m.hidden_sizes.clear();
     for (std::size_t i = 0; i < h.size(); ++i) {
       long long v = 0;
-      if (r.scalar_integer(h[i], path + ".hiddenSizes[" + std::to_string(i) + "]", v)) {
-        m.hidden_sizes.push_back(static_cast<int>(std::clamp<long long>(v, -1, 1 << 30)));
+      const std::string p = path + ".hiddenSizes[" + std::to_string(i) + "]";
+      if (r.scalar_integer(h[i], p, v)) {
+        if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
+          r.error(p, "must be a 32-bit integer, got " + std::to_string(v));
+        } else {
+          m.hidden_sizes.push_back(static_cast<int>(v));
+        }
       }
     }
   }
@@ -244,9 +337,53 @@ void read_sweep(Reader& r, const YAML::Node& n, std::vector<SweepEntry>& sweep) 
 }
 
 void read_run_policy(Reader& r, const YAML::Node& n, RunPolicy& p) {
-  if (!r.object(n, "spec.runPolicy", {"activeDeadlineSeconds", "collectiveTimeoutSeconds"})) return;
-  r.read_int(n, "activeDeadlineSeconds", "spec.runPolicy", p.active_deadline_seconds);
-  r.read_int(n, "collectiveTimeoutSeconds", "spec.runPolicy", p.collective_timeout_seconds);
+  const std::string path = "spec.runPolicy";
+  if (!r.object(n, path,
+                {"activeDeadlineSeconds", "collectiveTimeoutSeconds", "backoffLimit", "schedulingTimeoutSeconds",
+                 "cleanPodPolicy"}))
+    return;
+  r.read_int(n, "activeDeadlineSeconds", path, p.active_deadline_seconds);
+  r.read_int(n, "collectiveTimeoutSeconds", path, p.collective_timeout_seconds);
+  r.read_int(n, "backoffLimit", path, p.backoff_limit);
+  r.read_int(n, "schedulingTimeoutSeconds", path, p.scheduling_timeout_seconds);
+  r.read_string(n, "cleanPodPolicy", path, p.clean_pod_policy);
+}
+
+void read_template(Reader& r, const YAML::Node& n, PodTemplate& t) {
+  const std::string path = "spec.template";
+  if (!r.object(n, path,
+                {"image", "imagePullPolicy", "serviceAccountName", "resources", "nodeSelector", "tolerations",
+                 "volumes", "volumeMounts", "env", "annotations", "labels"}))
+    return;
+  r.read_text(n, "image", path, t.image);
+  r.read_string(n, "imagePullPolicy", path, t.image_pull_policy);
+  r.read_text(n, "serviceAccountName", path, t.service_account_name);
+  const YAML::Node res = n["resources"];
+  if (res.IsDefined() && !res.IsNull() && r.object(res, path + ".resources", {"limits", "requests"})) {
+    r.read_quantity_map(res, "limits", path + ".resources", t.resource_limits);
+    r.read_quantity_map(res, "requests", path + ".resources", t.resource_requests);
+  }
+  r.read_string_map(n, "nodeSelector", path, t.node_selector, true);
+  r.read_object_list(n, "tolerations", path, t.tolerations);
+  r.read_object_list(n, "volumes", path, t.volumes);
+  r.read_object_list(n, "volumeMounts", path, t.volume_mounts);
+  r.read_object_list(n, "env", path, t.env);
+  r.read_string_map(n, "annotations", path, t.annotations, true);
+  r.read_string_map(n, "labels", path, t.labels, true);
+}
+
+void read_nccl(Reader& r, const YAML::Node& n, NcclSpec& c) {
+  const std::string path = "spec.nccl";
+  if (!r.object(n, path, {"socketIfname", "ibDisable", "debug", "extraEnv"})) return;
+  r.read_text(n, "socketIfname", path, c.socket_ifname);
+  const YAML::Node ib = n["ibDisable"];
+  if (ib.IsDefined() && !ib.IsNull()) {
+    bool v = false;
+    r.read_bool(n, "ibDisable", path, v);  // reports anything but true/false
+    if (ib.IsScalar() && (ib.Scalar() == "true" || ib.Scalar() == "false")) c.ib_disable = v;
+  }
+  r.read_string(n, "debug", path, c.debug);
+  r.read_string_map(n, "extraEnv", path, c.extra_env, true);
 }
 
 void read_document(Reader& r, const YAML::Node& doc, BenchmarkJob& job) {
@@ -267,12 +404,17 @@ void read_document(Reader& r, const YAML::Node& doc, BenchmarkJob& job) {
     r.error("spec", "is required");
     return;
   }
-  if (!r.object(spec, "spec", {"benchmark", "sweep", "device", "backend", "runPolicy"})) return;
+  if (!r.object(spec, "spec",
+                {"benchmark", "sweep", "device", "backend", "runPolicy", "masterPort", "template", "nccl"}))
+    return;
   if (spec["benchmark"].IsDefined() && !spec["benchmark"].IsNull()) read_benchmark(r, spec["benchmark"], job.benchmark);
   if (spec["sweep"].IsDefined() && !spec["sweep"].IsNull()) read_sweep(r, spec["sweep"], job.sweep);
   r.read_string(spec, "device", "spec", job.device);
   r.read_string(spec, "backend", "spec", job.backend);
   if (spec["runPolicy"].IsDefined() && !spec["runPolicy"].IsNull()) read_run_policy(r, spec["runPolicy"], job.run_policy);
+  r.read_int(spec, "masterPort", "spec", job.master_port);
+  if (spec["template"].IsDefined() && !spec["template"].IsNull()) read_template(r, spec["template"], job.pod_template);
+  if (spec["nccl"].IsDefined() && !spec["nccl"].IsNull()) read_nccl(r, spec["nccl"], job.nccl);
 }
 
 // ---- semantic validation ----
@@ -306,10 +448,79 @@ bool is_dns_label(const std::string& s) {
   return s.size() <= 63 && std::regex_match(s, kLabel);
 }
 
-constexpr int kMaxSweepEntries = 64;
-constexpr int kMaxWorldSize = 4096;
+bool matches(const std::string& s, const char* pattern) { return std::regex_match(s, std::regex(pattern)); }
+
+/// A label or annotation key: [DNS-subdomain prefix "/"] name (<= 63, alphanumerics with -_. inside).
+bool is_qualified_name(const std::string& key) {
+  static const std::regex kName("([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]");
+  const auto slash = key.find('/');
+  const std::string name = slash == std::string::npos ? key : key.substr(slash + 1);
+  if (slash != std::string::npos) {
+    const std::string prefix = key.substr(0, slash);
+    if (prefix.empty() || prefix.size() > 253 || !matches(prefix, kDnsSubdomainPattern)) return false;
+  }
+  return !name.empty() && name.size() <= 63 && std::regex_match(name, kName);
+}
+
+const char* kQualifiedNameRule =
+    "must be a label key: an optional DNS subdomain prefix and '/', then at most 63 characters "
+    "(alphanumerics, with '-', '_' and '.' inside)";
+
+/// Labels the operator sets on every pod; spec.template.labels may not set them.
+bool is_reserved_label(const std::string& key) {
+  static const std::set<std::string> kOperatorLabels{"app.kubernetes.io/name", "app.kubernetes.io/instance",
+                                                     "app.kubernetes.io/component", "app.kubernetes.io/managed-by"};
+  return key.rfind("trainbench.dev/", 0) == 0 || kOperatorLabels.count(key) > 0;
+}
+
+void check_label_map(Checker& c, const std::string& path, const std::map<std::string, std::string>& m,
+                     bool check_values) {
+  for (const auto& [k, v] : m) {
+    if (!is_qualified_name(k)) {
+      c.add(path + "." + k, std::string(kQualifiedNameRule) + ", got key " + quote(k));
+    }
+    if (check_values && (v.size() > static_cast<std::size_t>(kMaxLabelValueLength) || !matches(v, kLabelValuePattern))) {
+      c.add(path + "." + k, "must be a label value (at most 63 characters: alphanumerics, with '-', '_' and '.' "
+                            "inside), got " + quote(v));
+    }
+  }
+}
+
+/// Shape checks of a verbatim Kubernetes list: objects, with the named string fields present.
+void check_object_list(Checker& c, const std::string& path, const nlohmann::json& list,
+                       const std::vector<std::string>& required) {
+  if (!list.is_array()) {
+    c.add(path, "must be a list of objects");
+    return;
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string p = path + "[" + std::to_string(i) + "]";
+    if (!list[i].is_object()) {
+      c.add(p, "must be an object, got " + list[i].dump());
+      continue;
+    }
+    for (const auto& field : required) {
+      auto it = list[i].find(field);
+      if (it == list[i].end() || it->is_null()) {
+        c.add(p + "." + field, "is required");
+      } else if (!it->is_string() || it->get_ref<const std::string&>().empty()) {
+        c.add(p + "." + field, "must be a non-empty string, got " + it->dump());
+      }
+    }
+  }
+}
+
+void check_quantities(Checker& c, const std::string& path, const std::map<std::string, std::string>& m) {
+  for (const auto& [k, v] : m) {
+    if (!matches(v, kQuantityPattern)) {
+      c.add(path + "." + k, "must be a non-negative quantity such as 8, \"500m\" or \"4Gi\", got " + quote(v));
+    }
+  }
+}
 
 }  // namespace
+
+std::string PodTemplate::default_worker_image() { return std::string("trainbench/worker:") + kVersion; }
 
 const std::vector<std::string>& known_models() {
   static const std::vector<std::string> v{"mlp",      "resnet18",        "resnet50",
@@ -328,6 +539,26 @@ const std::vector<std::string>& known_compressions() {
   static const std::vector<std::string> v{"none", "fp16", "bf16"};
   return v;
 }
+const std::vector<std::string>& known_devices() {
+  static const std::vector<std::string> v{"cpu", "cuda"};
+  return v;
+}
+const std::vector<std::string>& known_backends() {
+  static const std::vector<std::string> v{"gloo", "nccl"};
+  return v;
+}
+const std::vector<std::string>& known_pull_policies() {
+  static const std::vector<std::string> v{"Always", "IfNotPresent", "Never"};
+  return v;
+}
+const std::vector<std::string>& known_clean_pod_policies() {
+  static const std::vector<std::string> v{"All", "Running", "None"};
+  return v;
+}
+const std::vector<std::string>& known_nccl_debug_levels() {
+  static const std::vector<std::string> v{"VERSION", "WARN", "INFO", "TRACE"};
+  return v;
+}
 
 std::vector<FieldError> validate(const BenchmarkJob& job) {
   std::vector<FieldError> errors;
@@ -338,10 +569,12 @@ std::vector<FieldError> validate(const BenchmarkJob& job) {
   if (job.kind != kKind) c.add("kind", std::string("must be ") + quote(kKind) + ", got " + quote(job.kind));
   if (job.metadata.name.empty()) {
     c.add("metadata.name", "is required");
-  } else if (!is_dns_label(job.metadata.name)) {
+  } else if (job.metadata.name.size() > static_cast<std::size_t>(kMaxJobNameLength) ||
+             !matches(job.metadata.name, kJobNamePattern)) {
     c.add("metadata.name",
-          "must be a lowercase RFC 1123 label (a-z, 0-9 and '-', starting and ending with a letter or digit, "
-          "at most 63 characters), got " + quote(job.metadata.name));
+          "must be a lowercase RFC 1035 label (a-z, 0-9 and '-', starting with a letter, ending with a letter or "
+          "digit, at most " + std::to_string(kMaxJobNameLength) +
+          " characters: the operator names each run's Service NAME-r<i>), got " + quote(job.metadata.name));
   }
   if (!is_dns_label(job.metadata.namespace_)) {
     c.add("metadata.namespace", "must be a lowercase RFC 1123 label, got " + quote(job.metadata.namespace_));
@@ -375,15 +608,53 @@ std::vector<FieldError> validate(const BenchmarkJob& job) {
   c.positive(bp + ".ddp.bucketCapMB", b.ddp.bucket_cap_mb);
   c.one_of(bp + ".ddp.gradientCompression", b.ddp.gradient_compression, known_compressions());
 
-  c.one_of("spec.device", job.device, {"cpu", "cuda"});
+  c.one_of("spec.device", job.device, known_devices());
   if (!job.backend.empty()) {
-    c.one_of("spec.backend", job.backend, {"gloo", "nccl"});
+    c.one_of("spec.backend", job.backend, known_backends());
     if (job.backend == "nccl" && job.device != "cuda") {
       c.add("spec.backend", "nccl needs spec.device cuda, got device " + quote(job.device));
     }
   }
   c.at_least("spec.runPolicy.activeDeadlineSeconds", job.run_policy.active_deadline_seconds, 0);
   c.at_least("spec.runPolicy.collectiveTimeoutSeconds", job.run_policy.collective_timeout_seconds, 1);
+  c.at_least("spec.runPolicy.backoffLimit", job.run_policy.backoff_limit, 0);
+  c.at_least("spec.runPolicy.schedulingTimeoutSeconds", job.run_policy.scheduling_timeout_seconds, 1);
+  c.one_of("spec.runPolicy.cleanPodPolicy", job.run_policy.clean_pod_policy, known_clean_pod_policies());
+  c.at_least("spec.masterPort", job.master_port, kMinMasterPort);
+  c.at_most("spec.masterPort", job.master_port, kMaxMasterPort);
+
+  const PodTemplate& t = job.pod_template;
+  const std::string tp = "spec.template";
+  if (t.image.empty()) c.add(tp + ".image", "must not be empty (default " + PodTemplate::default_worker_image() + ")");
+  if (!t.image_pull_policy.empty()) c.one_of(tp + ".imagePullPolicy", t.image_pull_policy, known_pull_policies());
+  if (!t.service_account_name.empty() &&
+      (t.service_account_name.size() > 253 || !matches(t.service_account_name, kDnsSubdomainPattern))) {
+    c.add(tp + ".serviceAccountName", "must be a lowercase RFC 1123 subdomain, got " + quote(t.service_account_name));
+  }
+  check_quantities(c, tp + ".resources.limits", t.resource_limits);
+  check_quantities(c, tp + ".resources.requests", t.resource_requests);
+  check_label_map(c, tp + ".nodeSelector", t.node_selector, true);
+  check_label_map(c, tp + ".labels", t.labels, true);
+  for (const auto& kv : t.labels) {
+    if (is_reserved_label(kv.first)) {
+      c.add(tp + ".labels." + kv.first, "is set by the operator (trainbench.dev/* and app.kubernetes.io/name, "
+                                        "instance, component, managed-by are reserved)");
+    }
+  }
+  check_label_map(c, tp + ".annotations", t.annotations, false);
+  check_object_list(c, tp + ".tolerations", t.tolerations, {});
+  check_object_list(c, tp + ".volumes", t.volumes, {"name"});
+  check_object_list(c, tp + ".volumeMounts", t.volume_mounts, {"name", "mountPath"});
+  check_object_list(c, tp + ".env", t.env, {"name"});
+
+  if (!job.nccl.debug.empty()) c.one_of("spec.nccl.debug", job.nccl.debug, known_nccl_debug_levels());
+  for (const auto& kv : job.nccl.extra_env) {
+    if (!matches(kv.first, kEnvNamePattern)) {
+      c.add("spec.nccl.extraEnv." + kv.first,
+            "must be an environment variable name (letters, digits and '_', not starting with a digit), got " +
+                quote(kv.first));
+    }
+  }
 
   if (job.sweep.empty()) {
     c.add("spec.sweep", "must list at least one {nodes, devicesPerNode}");
@@ -411,6 +682,74 @@ std::vector<FieldError> validate(const BenchmarkJob& job) {
     if (e.bucket_cap_mb) c.positive(p + ".bucketCapMB", *e.bucket_cap_mb);
   }
   return errors;
+}
+
+nlohmann::json to_json(const BenchmarkJob& job) {
+  using nlohmann::json;
+  const BenchmarkSpec& b = job.benchmark;
+  json metadata = {{"name", job.metadata.name}, {"namespace", job.metadata.namespace_}};
+  if (!job.metadata.labels.empty()) metadata["labels"] = job.metadata.labels;
+  if (!job.metadata.annotations.empty()) metadata["annotations"] = job.metadata.annotations;
+  json benchmark = {
+      {"model", b.model},
+      {"paradigm", b.paradigm},
+      {"batchSizePerDevice", b.batch_size_per_device},
+      {"precision", b.precision},
+      {"warmupSteps", b.warmup_steps},
+      {"measureSteps", b.measure_steps},
+      {"repeats", b.repeats},
+      {"seed", b.seed},
+      {"learningRate", b.learning_rate},
+      {"threadsPerProcess", b.threads_per_process},
+      {"imageSize", b.image_size},
+      {"mlp", {{"inputSize", b.mlp.input_size}, {"hiddenSizes", b.mlp.hidden_sizes}, {"numClasses", b.mlp.num_classes}}},
+      {"ddp",
+       {{"bucketCapMB", b.ddp.bucket_cap_mb},
+        {"gradientCompression", b.ddp.gradient_compression},
+        {"broadcastBuffers", b.ddp.broadcast_buffers}}},
+  };
+  json sweep = json::array();
+  for (const SweepEntry& e : job.sweep) {
+    json entry = {{"nodes", e.nodes}, {"devicesPerNode", e.devices_per_node}};
+    if (e.paradigm) entry["paradigm"] = *e.paradigm;
+    if (e.bucket_cap_mb) entry["bucketCapMB"] = *e.bucket_cap_mb;
+    sweep.push_back(entry);
+  }
+  const RunPolicy& rp = job.run_policy;
+  const PodTemplate& t = job.pod_template;
+  json tmpl = {{"image", t.image}};
+  if (!t.image_pull_policy.empty()) tmpl["imagePullPolicy"] = t.image_pull_policy;
+  if (!t.service_account_name.empty()) tmpl["serviceAccountName"] = t.service_account_name;
+  if (!t.resource_limits.empty()) tmpl["resources"]["limits"] = t.resource_limits;
+  if (!t.resource_requests.empty()) tmpl["resources"]["requests"] = t.resource_requests;
+  if (!t.node_selector.empty()) tmpl["nodeSelector"] = t.node_selector;
+  if (!t.tolerations.empty()) tmpl["tolerations"] = t.tolerations;
+  if (!t.volumes.empty()) tmpl["volumes"] = t.volumes;
+  if (!t.volume_mounts.empty()) tmpl["volumeMounts"] = t.volume_mounts;
+  if (!t.env.empty()) tmpl["env"] = t.env;
+  if (!t.annotations.empty()) tmpl["annotations"] = t.annotations;
+  if (!t.labels.empty()) tmpl["labels"] = t.labels;
+  json spec = {
+      {"benchmark", benchmark},
+      {"sweep", sweep},
+      {"device", job.device},
+      {"masterPort", job.master_port},
+      {"runPolicy",
+       {{"activeDeadlineSeconds", rp.active_deadline_seconds},
+        {"collectiveTimeoutSeconds", rp.collective_timeout_seconds},
+        {"backoffLimit", rp.backoff_limit},
+        {"schedulingTimeoutSeconds", rp.scheduling_timeout_seconds},
+        {"cleanPodPolicy", rp.clean_pod_policy}}},
+      {"template", tmpl},
+  };
+  if (!job.backend.empty()) spec["backend"] = job.backend;
+  json nccl = json::object();
+  if (!job.nccl.socket_ifname.empty()) nccl["socketIfname"] = job.nccl.socket_ifname;
+  if (job.nccl.ib_disable) nccl["ibDisable"] = *job.nccl.ib_disable;
+  if (!job.nccl.debug.empty()) nccl["debug"] = job.nccl.debug;
+  if (!job.nccl.extra_env.empty()) nccl["extraEnv"] = job.nccl.extra_env;
+  if (!nccl.empty()) spec["nccl"] = nccl;
+  return {{"apiVersion", job.api_version}, {"kind", job.kind}, {"metadata", metadata}, {"spec", spec}};
 }
 
 BenchmarkJob parse_benchmark_job(const std::string& yaml_text) {

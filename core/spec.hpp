@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/spec_error.hpp"
 
 namespace trainbench {
@@ -53,6 +55,36 @@ struct SweepEntry {
 struct RunPolicy {
   int active_deadline_seconds = 0;   ///< 0: no deadline; a run past it is stopped and failed
   int collective_timeout_seconds = 300;  ///< process-group timeout inside the workers
+  int backoff_limit = 2;             ///< operator: whole-run restarts after a failed pod
+  int scheduling_timeout_seconds = 300;  ///< operator: all pods of a run Running within this
+  std::string clean_pod_policy = "All";  ///< operator: All | Running | None (pods deleted when a run ends)
+};
+
+/// spec.template: merged by the operator into every pod it creates. The Kubernetes-shaped lists
+/// are kept verbatim as JSON (checked only for shape: lists of objects, env items named).
+struct PodTemplate {
+  std::string image = default_worker_image();
+  std::string image_pull_policy;     ///< "" (Kubernetes decides) | Always | IfNotPresent | Never
+  std::string service_account_name; ///< "" (the namespace's default); trainers only
+  std::map<std::string, std::string> resource_limits;    ///< quantities as strings: "8", "500m", "4Gi"
+  std::map<std::string, std::string> resource_requests;
+  std::map<std::string, std::string> node_selector;
+  nlohmann::json tolerations = nlohmann::json::array();   ///< [core/v1 Toleration]
+  nlohmann::json volumes = nlohmann::json::array();       ///< [core/v1 Volume]
+  nlohmann::json volume_mounts = nlohmann::json::array(); ///< [core/v1 VolumeMount]
+  nlohmann::json env = nlohmann::json::array();           ///< [core/v1 EnvVar]
+  std::map<std::string, std::string> annotations;  ///< pod annotations
+  std::map<std::string, std::string> labels;       ///< pod labels (not trainbench.dev/...)
+
+  static std::string default_worker_image();  ///< "trainbench/worker:<kVersion>"
+};
+
+/// spec.nccl: NCCL's environment in every worker pod (unset fields are not set).
+struct NcclSpec {
+  std::string socket_ifname;         ///< NCCL_SOCKET_IFNAME; "" unset
+  std::optional<bool> ib_disable;    ///< NCCL_IB_DISABLE=1/0
+  std::string debug;                 ///< NCCL_DEBUG: "" unset | VERSION | WARN | INFO | TRACE
+  std::map<std::string, std::string> extra_env;  ///< more variables, e.g. NCCL_P2P_DISABLE
 };
 
 struct ObjectMeta {
@@ -71,13 +103,41 @@ struct BenchmarkJob {
   std::string device = "cpu";        ///< cpu | cuda
   std::string backend;               ///< gloo | nccl; defaulted from device
   RunPolicy run_policy;
+  int master_port = 29500;           ///< MASTER_PORT of every run (the rendezvous TCPStore)
+  PodTemplate pod_template;          ///< spec.template
+  NcclSpec nccl;
 };
 
-/// Allowed values, shared by validation, docs and (later) the CRD schema.
+/// Allowed values, shared by validation, docs and the CRD schema (core/crd.cpp).
 const std::vector<std::string>& known_models();
 const std::vector<std::string>& known_paradigms();
 const std::vector<std::string>& known_precisions();
 const std::vector<std::string>& known_compressions();
+const std::vector<std::string>& known_devices();           ///< cpu, cuda
+const std::vector<std::string>& known_backends();          ///< gloo, nccl
+const std::vector<std::string>& known_pull_policies();     ///< Always, IfNotPresent, Never
+const std::vector<std::string>& known_clean_pod_policies();///< All, Running, None
+const std::vector<std::string>& known_nccl_debug_levels(); ///< VERSION, WARN, INFO, TRACE
+
+/// Limits and patterns, shared by validation and the CRD schema. Patterns are ECMAScript and
+/// RE2 alike (std::regex here, Go's regexp in the API server).
+inline constexpr int kMaxSweepEntries = 64;
+inline constexpr int kMaxWorldSize = 4096;
+inline constexpr int kMinMasterPort = 1024;
+inline constexpr int kMaxMasterPort = 65535;
+/// metadata.name: an RFC 1035 label short enough for the operator's per-run Service "NAME-r63".
+inline constexpr int kMaxJobNameLength = 59;
+inline constexpr const char* kJobNamePattern = "^[a-z]([-a-z0-9]*[a-z0-9])?$";
+/// A non-negative Kubernetes resource quantity ("8", "500m", "4Gi", "1e3").
+inline constexpr const char* kQuantityPattern =
+    "^\\+?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$";
+/// A label value (also nodeSelector values): empty, or alphanumerics with -_. inside, <= 63.
+inline constexpr int kMaxLabelValueLength = 63;
+inline constexpr const char* kLabelValuePattern = "^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$";
+/// A ServiceAccount name: an RFC 1123 subdomain.
+inline constexpr const char* kDnsSubdomainPattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+/// An environment variable name in spec.nccl.extraEnv (a C identifier).
+inline constexpr const char* kEnvNamePattern = "^[A-Za-z_][A-Za-z0-9_]*$";
 
 /// Parses one YAML (or JSON) document into a BenchmarkJob, applies defaults and validates it.
 /// Unknown fields are rejected. Throws SpecError naming every bad field.
@@ -88,5 +148,9 @@ BenchmarkJob load_benchmark_job(const std::string& path);
 
 /// Semantic checks on an already-built job (also run by parse_benchmark_job).
 std::vector<FieldError> validate(const BenchmarkJob& job);
+
+/// The job as a document (apiVersion, kind, metadata, spec) with every default filled in and
+/// unset optional fields left out; parse_benchmark_job(to_json(job).dump()) gives the job back.
+nlohmann::json to_json(const BenchmarkJob& job);
 
 }  // namespace trainbench

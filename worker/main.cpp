@@ -46,6 +46,7 @@
 #include "worker/master.hpp"
 #include "worker/model_summary.hpp"
 #include "worker/output_files.hpp"
+#include "worker/result_configmap.hpp"
 #include "worker/rank_env.hpp"
 #include "worker/system_probe.hpp"
 #include "worker/train_loop.hpp"
@@ -105,8 +106,9 @@ int int_from_env(const char* name, int fallback) {
   return *parsed;
 }
 
-/// trainbench-worker --master: the run's master (see worker/master.hpp). The result goes to
-/// TRAINBENCH_RESULT_FILE when set, else to stdout.
+/// trainbench-worker --master: the run's master (see worker/master.hpp). The result goes to the
+/// ConfigMap named by TRAINBENCH_RESULT_CONFIGMAP (in POD_NAMESPACE) when set, else to
+/// TRAINBENCH_RESULT_FILE, else to stdout.
 int run_master_from_env() {
   const auto config = config_from_env();
   trainbench::worker::MasterOptions mo;
@@ -114,8 +116,13 @@ int run_master_from_env() {
   if (mo.port <= 0 || mo.port > 65535) throw ConfigError("MASTER_PORT must be a port number");
   mo.attempt = int_from_env("TRAINBENCH_ATTEMPT", 0);
   const std::string file = env_or_empty("TRAINBENCH_RESULT_FILE");
-  trainbench::worker::run_master(config, mo, [&file](const nlohmann::json& payload) {
-    if (file.empty()) {
+  const std::string configmap = env_or_empty("TRAINBENCH_RESULT_CONFIGMAP");
+  std::string ns = env_or_empty("POD_NAMESPACE");
+  if (ns.empty()) ns = config.job_namespace;
+  trainbench::worker::run_master(config, mo, [&](const nlohmann::json& payload) {
+    if (!configmap.empty()) {
+      trainbench::worker::write_result_configmap(ns, configmap, payload);
+    } else if (file.empty()) {
       std::cout << payload.dump() << std::endl;
     } else {
       trainbench::worker::write_file_atomically(file, payload.dump() + "\n");

@@ -32,24 +32,6 @@ int int_or(const json& j, const char* key, int fallback) {
   return v.is_number_integer() ? v.get<int>() : fallback;
 }
 
-/// The run policy as the operator applies it (spec.runPolicy; defaults as in docs/spec.md).
-struct Policy {
-  int backoff_limit = 2;
-  int scheduling_timeout_seconds = 300;
-  int active_deadline_seconds = 0;
-  std::string clean_pod_policy = "All";
-};
-
-Policy policy_of(const json& spec) {
-  const json rp = get_or(spec, "runPolicy", json::object());
-  Policy p;
-  p.backoff_limit = int_or(rp, "backoffLimit", p.backoff_limit);
-  p.scheduling_timeout_seconds = int_or(rp, "schedulingTimeoutSeconds", p.scheduling_timeout_seconds);
-  p.active_deadline_seconds = int_or(rp, "activeDeadlineSeconds", p.active_deadline_seconds);
-  p.clean_pod_policy = str_or(rp, "cleanPodPolicy", p.clean_pod_policy);
-  return p;
-}
-
 /// CPU cores one trainer pod gets (template resources, limits before requests; at least 1).
 int pod_cores(const json& spec) {
   const json res = get_or(get_or(spec, "template", json::object()), "resources", json::object());
@@ -162,6 +144,7 @@ class Reconcile {
     BenchmarkJob spec;
     try {
       spec = parse_benchmark_job(o_.job.dump());
+      parsed_ = spec;
     } catch (const SpecError& e) {
       invalid(e.what());
       return finish();
@@ -209,18 +192,21 @@ class Reconcile {
 
   /// No pod keeps running after the job ends; finished pods go too under cleanPodPolicy All.
   void clean_up_finished_job() {
-    const Policy pol = policy_of(job_.spec);
+    const std::string clean = clean_pod_policy();
     for (const auto& p : o_.pods) {
       const std::string ph = pod_phase(p);
       const bool finished = ph == "Succeeded" || ph == "Failed";
-      if (!finished || pol.clean_pod_policy == "All") delete_pod(p);
+      if (!finished || clean == "All") delete_pod(p);
     }
   }
 
   // ---- the current run ----
 
+  /// cleanPodPolicy, also for a job whose spec no longer parses (then the default, All).
+  std::string clean_pod_policy() const { return parsed_ ? parsed_->run_policy.clean_pod_policy : "All"; }
+
   void progress(const BenchmarkJob& spec) {
-    const Policy pol = policy_of(job_.spec);
+    const RunPolicy& pol = spec.run_policy;
     const std::vector<RunConfig> runs = plan_runs(spec, pod_cores(job_.spec));
     runs_total_ = static_cast<int>(runs.size());
     init_status(runs);
@@ -297,14 +283,14 @@ class Reconcile {
       for (const auto& p : pods_of(run.index, -1)) {
         const std::string ph = pod_phase(p);
         if (ph != "Succeeded" && ph != "Failed") delete_pod(p);
-        else if (policy_of(job_.spec).clean_pod_policy == "All") delete_pod(p);
+        else if (clean_pod_policy() == "All") delete_pod(p);
       }
       return true;
     }
     return false;
   }
 
-  void drive_run(const RunConfig& run, const Policy& pol) {
+  void drive_run(const RunConfig& run, const RunPolicy& pol) {
     json& rs = run_status(run.index);
     const int attempt = int_or(rs, "attempt", 0);
 
@@ -385,7 +371,7 @@ class Reconcile {
     requeue(limit - o_.now);
   }
 
-  void restart_or_fail(const RunConfig& run, const Policy& pol, const std::string& failure) {
+  void restart_or_fail(const RunConfig& run, const RunPolicy& pol, const std::string& failure) {
     json& rs = run_status(run.index);
     const int restarts = int_or(rs, "restarts", 0);
     for (const auto& p : pods_of(run.index, -1)) delete_pod(p);
@@ -502,6 +488,7 @@ class Reconcile {
   }
 
   const Observed& o_;
+  std::optional<BenchmarkJob> parsed_;
   JobContext job_;
   std::string now_;
   std::int64_t generation_ = 1;

@@ -1,8 +1,15 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/spec.hpp"
+#include "core/yaml_json.hpp"
 
 namespace trainbench {
 namespace {
@@ -56,25 +63,53 @@ TEST(Spec, AcceptsServerPopulatedMetadataAndStatus) {
   EXPECT_NO_THROW(parse_benchmark_job(y));
 }
 
+// ---- malformed specs: the table in tests/data/malformed-specs.yaml, shared with tests/crd ----
+
 struct Malformed {
-  const char* name;
+  std::string name;
   std::string yaml;
   std::string field;     // the path the message must name
   std::string fragment;  // and a fragment of the explanation
+  std::string schema;    // rejects | semantic-only | not-a-document (tests/crd checks it)
+  std::string problem;   // set when the table itself could not be read
 };
 
-std::string job_with(const std::string& benchmark_extra, const std::string& sweep, const std::string& spec_extra = "",
-                     const std::string& name = "job-a") {
-  return "apiVersion: trainbench.dev/v1alpha1\nkind: BenchmarkJob\nmetadata:\n  name: " + name +
-         "\nspec:\n  benchmark:\n    model: mlp\n" + benchmark_extra + "  sweep:\n" + sweep + spec_extra;
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
-const std::string kSweep = "    - {nodes: 1, devicesPerNode: 2}\n";
+std::vector<Malformed> load_malformed() {
+  const std::string path = std::string(TRAINBENCH_TEST_DATA) + "/malformed-specs.yaml";
+  std::vector<Malformed> out;
+  try {
+    const nlohmann::json table = yaml_to_json(read_text(path));
+    for (const auto& c : table.at("cases")) {
+      out.push_back({c.at("name").get<std::string>(), c.at("yaml").get<std::string>(),
+                     c.at("field").get<std::string>(), c.at("fragment").get<std::string>(),
+                     c.at("schema").get<std::string>(), ""});
+    }
+  } catch (const std::exception& e) {
+    out.push_back({"table_unreadable", "", "", "", "", path + ": " + e.what()});
+  }
+  return out;
+}
+
+const std::vector<Malformed>& malformed_cases() {
+  static const std::vector<Malformed> cases = load_malformed();
+  return cases;
+}
+
+void PrintTo(const Malformed& m, std::ostream* os) { *os << m.name; }
 
 class MalformedSpec : public ::testing::TestWithParam<Malformed> {};
 
 TEST_P(MalformedSpec, NamesTheField) {
   const Malformed& m = GetParam();
+  ASSERT_TRUE(m.problem.empty()) << m.problem;
   try {
     parse_benchmark_job(m.yaml);
     FAIL() << "accepted: " << m.yaml;
@@ -88,84 +123,125 @@ TEST_P(MalformedSpec, NamesTheField) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Spec, MalformedSpec,
-    ::testing::Values(
-        Malformed{"zero_devices", job_with("", "    - {nodes: 1, devicesPerNode: 1}\n    - {nodes: 1, devicesPerNode: 2}\n    - {nodes: 1, devicesPerNode: 0}\n"),
-                  "spec.sweep[2].devicesPerNode", "must be >= 1, got 0"},
-        Malformed{"zero_nodes", job_with("", "    - {nodes: 0, devicesPerNode: 1}\n"), "spec.sweep[0].nodes", "must be >= 1, got 0"},
-        Malformed{"unknown_model", job_with("", kSweep).replace(job_with("", kSweep).find("model: mlp"), 10, "model: vgg16"),
-                  "spec.benchmark.model", "must be one of [mlp, resnet18"},
-        Malformed{"missing_model", "apiVersion: trainbench.dev/v1alpha1\nkind: BenchmarkJob\nmetadata: {name: a}\nspec:\n  benchmark: {batchSizePerDevice: 8}\n  sweep:\n" + kSweep,
-                  "spec.benchmark.model", "is required"},
-        Malformed{"unknown_benchmark_field", job_with("    batchsize: 32\n", kSweep), "spec.benchmark.batchsize", "unknown field"},
-        Malformed{"unknown_top_field", job_with("", kSweep) + "extra: 1\n", "extra", "unknown field"},
-        Malformed{"unknown_spec_field", job_with("", kSweep, "  gpus: 8\n"), "spec.gpus", "unknown field"},
-        Malformed{"unknown_sweep_field", job_with("", "    - {nodes: 1, gpus: 2}\n"), "spec.sweep[0].gpus", "unknown field"},
-        Malformed{"batch_not_integer", job_with("    batchSizePerDevice: lots\n", kSweep), "spec.benchmark.batchSizePerDevice",
-                  "must be an integer, got \"lots\""},
-        Malformed{"batch_fraction", job_with("    batchSizePerDevice: 1.5\n", kSweep), "spec.benchmark.batchSizePerDevice",
-                  "must be an integer"},
-        Malformed{"batch_zero", job_with("    batchSizePerDevice: 0\n", kSweep), "spec.benchmark.batchSizePerDevice",
-                  "must be >= 1, got 0"},
-        Malformed{"bad_paradigm", job_with("    paradigm: horovod\n", kSweep), "spec.benchmark.paradigm",
-                  "must be one of [none, ddp], got \"horovod\""},
-        Malformed{"bad_sweep_paradigm", job_with("", "    - {nodes: 1, devicesPerNode: 1, paradigm: dp}\n"),
-                  "spec.sweep[0].paradigm", "must be one of [none, ddp]"},
-        Malformed{"none_on_two_devices", job_with("", "    - {nodes: 1, devicesPerNode: 2, paradigm: none}\n"),
-                  "spec.sweep[0].devicesPerNode", "paradigm none runs on exactly one device"},
-        Malformed{"bad_precision", job_with("    precision: fp8\n", kSweep), "spec.benchmark.precision",
-                  "must be one of [fp32], got \"fp8\""},
-        Malformed{"negative_warmup", job_with("    warmupSteps: -1\n", kSweep), "spec.benchmark.warmupSteps",
-                  "must be >= 0, got -1"},
-        Malformed{"zero_measure", job_with("    measureSteps: 0\n", kSweep), "spec.benchmark.measureSteps", "must be >= 1, got 0"},
-        Malformed{"zero_repeats", job_with("    repeats: 0\n", kSweep), "spec.benchmark.repeats", "must be >= 1, got 0"},
-        Malformed{"negative_bucket", job_with("    ddp: {bucketCapMB: -5}\n", kSweep), "spec.benchmark.ddp.bucketCapMB",
-                  "must be > 0, got -5"},
-        Malformed{"sweep_bucket_zero", job_with("", "    - {nodes: 1, devicesPerNode: 1, bucketCapMB: 0}\n"),
-                  "spec.sweep[0].bucketCapMB", "must be > 0, got 0"},
-        Malformed{"bad_compression", job_with("    ddp: {gradientCompression: int8}\n", kSweep),
-                  "spec.benchmark.ddp.gradientCompression", "must be one of [none, fp16, bf16]"},
-        Malformed{"unknown_ddp_field", job_with("    ddp: {bucketCap: 25}\n", kSweep), "spec.benchmark.ddp.bucketCap",
-                  "unknown field"},
-        Malformed{"broadcast_not_bool", job_with("    ddp: {broadcastBuffers: maybe}\n", kSweep),
-                  "spec.benchmark.ddp.broadcastBuffers", "must be true or false"},
-        Malformed{"empty_sweep", job_with("", "    []\n"), "spec.sweep", "at least one"},
-        Malformed{"sweep_not_list", job_with("", "    nodes: 2\n"), "spec.sweep", "must be a list"},
-        Malformed{"sweep_entry_scalar", job_with("", "    - 4\n"), "spec.sweep[0]", "must be an object"},
-        Malformed{"missing_sweep", "apiVersion: trainbench.dev/v1alpha1\nkind: BenchmarkJob\nmetadata: {name: a}\nspec:\n  benchmark: {model: mlp}\n",
-                  "spec.sweep", "at least one"},
-        Malformed{"bad_api_version", "apiVersion: trainbench.dev/v2\nkind: BenchmarkJob\nmetadata: {name: a}\nspec:\n  benchmark: {model: mlp}\n  sweep:\n" + kSweep,
-                  "apiVersion", "must be \"trainbench.dev/v1alpha1\""},
-        Malformed{"bad_kind", "apiVersion: trainbench.dev/v1alpha1\nkind: Job\nmetadata: {name: a}\nspec:\n  benchmark: {model: mlp}\n  sweep:\n" + kSweep,
-                  "kind", "must be \"BenchmarkJob\""},
-        Malformed{"missing_kind", "apiVersion: trainbench.dev/v1alpha1\nmetadata: {name: a}\nspec:\n  benchmark: {model: mlp}\n  sweep:\n" + kSweep,
-                  "kind", "is required"},
-        Malformed{"missing_name", "apiVersion: trainbench.dev/v1alpha1\nkind: BenchmarkJob\nmetadata: {}\nspec:\n  benchmark: {model: mlp}\n  sweep:\n" + kSweep,
-                  "metadata.name", "is required"},
-        Malformed{"uppercase_name", job_with("", kSweep, "", "ResNet_Job"), "metadata.name", "RFC 1123"},
-        Malformed{"bad_device", job_with("", kSweep, "  device: tpu\n"), "spec.device", "must be one of [cpu, cuda]"},
-        Malformed{"nccl_on_cpu", job_with("", kSweep, "  backend: nccl\n"), "spec.backend", "nccl needs spec.device cuda"},
-        Malformed{"bad_backend", job_with("", kSweep, "  backend: mpi\n"), "spec.backend", "must be one of [gloo, nccl]"},
-        Malformed{"image_too_small", job_with("    imageSize: 16\n", kSweep), "spec.benchmark.imageSize", "must be >= 32, got 16"},
-        Malformed{"hidden_not_int", job_with("    mlp: {hiddenSizes: [64, wide]}\n", kSweep),
-                  "spec.benchmark.mlp.hiddenSizes[1]", "must be an integer"},
-        Malformed{"hidden_zero", job_with("    mlp: {hiddenSizes: [64, 0]}\n", kSweep), "spec.benchmark.mlp.hiddenSizes[1]",
-                  "must be >= 1, got 0"},
-        Malformed{"negative_seed", job_with("    seed: -3\n", kSweep), "spec.benchmark.seed", "must be >= 0, got -3"},
-        Malformed{"lr_zero", job_with("    learningRate: 0\n", kSweep), "spec.benchmark.learningRate", "must be > 0"},
-        Malformed{"benchmark_list", "apiVersion: trainbench.dev/v1alpha1\nkind: BenchmarkJob\nmetadata: {name: a}\nspec:\n  benchmark: [mlp]\n  sweep:\n" + kSweep,
-                  "spec.benchmark", "must be an object"},
-        Malformed{"huge_world", job_with("", "    - {nodes: 100, devicesPerNode: 100}\n"), "spec.sweep[0]",
-                  "must be <= 4096, got 10000"},
-        Malformed{"int_overflow", job_with("    measureSteps: 99999999999\n", kSweep), "spec.benchmark.measureSteps",
-                  "must be a 32-bit integer"},
-        Malformed{"bad_deadline", job_with("", kSweep, "  runPolicy: {activeDeadlineSeconds: -1}\n"),
-                  "spec.runPolicy.activeDeadlineSeconds", "must be >= 0, got -1"},
-        Malformed{"not_yaml", "apiVersion: [unclosed\n", "<yaml>", "not valid YAML"},
-        Malformed{"two_documents", job_with("", kSweep) + "---\n" + job_with("", kSweep), "<yaml>", "exactly one document"},
-        Malformed{"document_is_list", "- a\n- b\n", "<document>", ""}),
-    [](const ::testing::TestParamInfo<Malformed>& p) { return std::string(p.param.name); });
+INSTANTIATE_TEST_SUITE_P(Spec, MalformedSpec, ::testing::ValuesIn(malformed_cases()),
+                         [](const ::testing::TestParamInfo<Malformed>& p) { return p.param.name; });
+
+TEST(Spec, MalformedTableIsWellFormed) {
+  const auto& cases = malformed_cases();
+  // 47 cases were inline here before the table was shared; it only grows.
+  EXPECT_GE(cases.size(), 100u);
+  std::set<std::string> names;
+  for (const auto& c : cases) {
+    EXPECT_TRUE(names.insert(c.name).second) << "duplicate case " << c.name;
+    EXPECT_FALSE(c.field.empty()) << c.name;
+    EXPECT_TRUE(c.schema == "rejects" || c.schema == "semantic-only" || c.schema == "not-a-document")
+        << c.name << ": schema " << c.schema;
+  }
+}
+
+// ---- the operator's fields ----
+
+const char* kOperatorJob = R"(apiVersion: trainbench.dev/v1alpha1
+kind: BenchmarkJob
+metadata: {name: gpu-scaling}
+spec:
+  benchmark: {model: resnet50}
+  sweep: [{nodes: 2, devicesPerNode: 8}]
+  device: cuda
+  masterPort: 29600
+  template:
+    image: registry.example/trainbench/worker:0.1.0-cuda
+    imagePullPolicy: IfNotPresent
+    serviceAccountName: bench-runner
+    resources:
+      limits: {nvidia.com/gpu: 8, memory: 64Gi, cpu: "7.5"}
+      requests: {cpu: 7500m}
+    nodeSelector: {node.kubernetes.io/instance-type: p4d.24xlarge}
+    tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+    volumes: [{name: shm, emptyDir: {medium: Memory, sizeLimit: 8Gi}}]
+    volumeMounts: [{name: shm, mountPath: /dev/shm}]
+    env:
+      - {name: TORCH_SHOW_CPP_STACKTRACES, value: "1"}
+      - name: NODE_NAME
+        valueFrom: {fieldRef: {fieldPath: spec.nodeName}}
+    annotations: {example.com/owner: ml-infra}
+    labels: {team: ml-infra}
+  nccl:
+    socketIfname: eth0
+    ibDisable: true
+    debug: WARN
+    extraEnv: {NCCL_P2P_DISABLE: "1"}
+  runPolicy: {backoffLimit: 0, schedulingTimeoutSeconds: 60, cleanPodPolicy: Running}
+)";
+
+TEST(Spec, ParsesTheOperatorFields) {
+  const BenchmarkJob job = parse_benchmark_job(kOperatorJob);
+  EXPECT_EQ(job.master_port, 29600);
+  const PodTemplate& t = job.pod_template;
+  EXPECT_EQ(t.image, "registry.example/trainbench/worker:0.1.0-cuda");
+  EXPECT_EQ(t.image_pull_policy, "IfNotPresent");
+  EXPECT_EQ(t.service_account_name, "bench-runner");
+  EXPECT_EQ(t.resource_limits.at("nvidia.com/gpu"), "8");  // a number becomes its text
+  EXPECT_EQ(t.resource_limits.at("memory"), "64Gi");
+  EXPECT_EQ(t.resource_limits.at("cpu"), "7.5");
+  EXPECT_EQ(t.resource_requests.at("cpu"), "7500m");
+  EXPECT_EQ(t.node_selector.at("node.kubernetes.io/instance-type"), "p4d.24xlarge");
+  ASSERT_EQ(t.tolerations.size(), 1u);
+  EXPECT_EQ(t.tolerations[0].at("operator"), "Exists");
+  EXPECT_EQ(t.volumes[0].at("emptyDir").at("sizeLimit"), "8Gi");
+  EXPECT_EQ(t.volume_mounts[0].at("mountPath"), "/dev/shm");
+  ASSERT_EQ(t.env.size(), 2u);
+  EXPECT_EQ(t.env[0].at("value"), "1");  // quoted: stays a string
+  EXPECT_EQ(t.env[1].at("valueFrom").at("fieldRef").at("fieldPath"), "spec.nodeName");
+  EXPECT_EQ(t.annotations.at("example.com/owner"), "ml-infra");
+  EXPECT_EQ(t.labels.at("team"), "ml-infra");
+  EXPECT_EQ(job.nccl.socket_ifname, "eth0");
+  EXPECT_EQ(job.nccl.ib_disable, std::optional<bool>(true));
+  EXPECT_EQ(job.nccl.debug, "WARN");
+  EXPECT_EQ(job.nccl.extra_env.at("NCCL_P2P_DISABLE"), "1");
+  EXPECT_EQ(job.run_policy.backoff_limit, 0);
+  EXPECT_EQ(job.run_policy.scheduling_timeout_seconds, 60);
+  EXPECT_EQ(job.run_policy.clean_pod_policy, "Running");
+}
+
+TEST(Spec, OperatorFieldDefaults) {
+  const BenchmarkJob job = parse_benchmark_job(kValid);
+  EXPECT_EQ(job.master_port, 29500);
+  EXPECT_EQ(job.pod_template.image, "trainbench/worker:0.1.0");
+  EXPECT_EQ(job.pod_template.image_pull_policy, "");
+  EXPECT_TRUE(job.pod_template.env.is_array() && job.pod_template.env.empty());
+  EXPECT_FALSE(job.nccl.ib_disable.has_value());
+  EXPECT_EQ(job.nccl.debug, "");
+  EXPECT_EQ(job.run_policy.backoff_limit, 2);
+  EXPECT_EQ(job.run_policy.scheduling_timeout_seconds, 300);
+  EXPECT_EQ(job.run_policy.clean_pod_policy, "All");
+  EXPECT_EQ(job.run_policy.active_deadline_seconds, 0);
+  EXPECT_EQ(job.run_policy.collective_timeout_seconds, 300);
+}
+
+TEST(Spec, ToJsonRoundTrips) {
+  for (const char* text : {kValid, kOperatorJob}) {
+    const BenchmarkJob job = parse_benchmark_job(text);
+    const nlohmann::json j = to_json(job);
+    EXPECT_EQ(j.at("spec").at("template").at("image"), job.pod_template.image);
+    const BenchmarkJob again = parse_benchmark_job(j.dump());
+    EXPECT_EQ(to_json(again), j) << j.dump(2);
+  }
+}
+
+TEST(Spec, ToJsonLeavesUnsetOptionalsOut) {
+  const nlohmann::json j = to_json(parse_benchmark_job(kValid));
+  EXPECT_FALSE(j.at("spec").contains("nccl"));
+  EXPECT_FALSE(j.at("spec").at("template").contains("imagePullPolicy"));
+  EXPECT_FALSE(j.at("spec").at("sweep")[1].contains("paradigm"));
+  EXPECT_EQ(j.at("spec").at("sweep")[0].at("paradigm"), "none");
+  EXPECT_EQ(j.at("spec").at("backend"), "gloo");
+}
+
+std::string job_with(const std::string& benchmark_extra, const std::string& sweep) {
+  return "apiVersion: trainbench.dev/v1alpha1\nkind: BenchmarkJob\nmetadata:\n  name: job-a\nspec:\n  benchmark:\n"
+         "    model: mlp\n" + benchmark_extra + "  sweep:\n" + sweep;
+}
 
 TEST(Spec, ReportsEveryProblemAtOnce) {
   try {

@@ -1,0 +1,416 @@
+#include "core/crd.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+#include "core/spec.hpp"
+#include "core/yaml_json.hpp"
+
+namespace trainbench {
+namespace {
+
+using nlohmann::json;
+
+constexpr long long kInt32Max = std::numeric_limits<std::int32_t>::max();
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : sep) + i;
+  return out;
+}
+
+json string_t(const std::string& description) { return {{"type", "string"}, {"description", description}}; }
+
+/// An enum string; maxLength (the longest value) keeps CEL rules that read it cheap to estimate.
+json enum_t(const std::vector<std::string>& values, const std::string& description,
+            const std::optional<std::string>& dflt = std::nullopt) {
+  std::size_t longest = 0;
+  for (const auto& v : values) longest = std::max(longest, v.size());
+  json j = {{"type", "string"}, {"enum", values}, {"maxLength", longest}, {"description", description}};
+  if (dflt) j["default"] = *dflt;
+  return j;
+}
+
+/// A 32-bit integer within [min, max] (core reads these as int and rejects anything wider).
+json int_t(const std::string& description, long long min, long long max = kInt32Max,
+           const std::optional<long long>& dflt = std::nullopt) {
+  json j = {{"type", "integer"}, {"format", "int32"}, {"minimum", min}, {"maximum", max},
+            {"description", description}};
+  if (dflt) j["default"] = *dflt;
+  return j;
+}
+
+json positive_number(const std::string& description, const std::optional<double>& dflt = std::nullopt) {
+  json j = {{"type", "number"}, {"minimum", 0}, {"exclusiveMinimum", true}, {"description", description}};
+  if (dflt) j["default"] = *dflt;
+  return j;
+}
+
+json bool_t(const std::string& description, const std::optional<bool>& dflt = std::nullopt) {
+  json j = {{"type", "boolean"}, {"description", description}};
+  if (dflt) j["default"] = *dflt;
+  return j;
+}
+
+json object_t(const std::string& description, json properties, const std::vector<std::string>& required = {}) {
+  json j = {{"type", "object"}, {"description", description}, {"properties", std::move(properties)}};
+  if (!required.empty()) j["required"] = required;
+  return j;
+}
+
+json map_t(const std::string& description, json values) {
+  return {{"type", "object"}, {"description", description}, {"additionalProperties", std::move(values)}};
+}
+
+json label_value_t() {
+  return {{"type", "string"}, {"maxLength", kMaxLabelValueLength}, {"pattern", kLabelValuePattern}};
+}
+
+/// Kubernetes' resource.Quantity as CRDs spell it: integer or string, never negative.
+json quantity_t() {
+  return {{"anyOf", json::array({{{"type", "integer"}}, {{"type", "string"}}})},
+          {"x-kubernetes-int-or-string", true},
+          {"pattern", kQuantityPattern},
+          {"minimum", 0}};
+}
+
+/// A list of Kubernetes objects kept verbatim; `required` string fields must be there.
+json k8s_objects_t(const std::string& description, const std::vector<std::string>& required) {
+  json item = {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}};
+  if (!required.empty()) {
+    item["required"] = required;
+    for (const auto& r : required) item["properties"][r] = {{"type", "string"}, {"minLength", 1}};
+  }
+  return {{"type", "array"}, {"description", description}, {"items", item}};
+}
+
+json date_time_t(const std::string& description) {
+  return {{"type", "string"}, {"format", "date-time"}, {"description", description}};
+}
+
+json cel(const std::string& rule, const std::string& message) { return {{"rule", rule}, {"message", message}}; }
+
+/// `has(x.f) ? x.f : default`: CEL sees defaulted objects from a real API server, but the
+/// rules do not depend on that.
+std::string field_or(const std::string& obj, const std::string& field, const std::string& dflt) {
+  return "(has(" + obj + "." + field + ") ? " + obj + "." + field + " : " + dflt + ")";
+}
+
+std::string cel_string(const std::string& s) { return "'" + s + "'"; }
+
+json benchmark_schema() {
+  const BenchmarkSpec b;
+  const MlpSpec m;
+  const DdpSpec d;
+  json mlp = object_t(
+      "Shape of the mlp model: inputSize -> hiddenSizes... -> numClasses, ReLU between layers.",
+      {{"inputSize", int_t("Input features.", 1, kInt32Max, m.input_size)},
+       {"hiddenSizes",
+        {{"type", "array"},
+         {"description", "Hidden layer widths."},
+         {"items", {{"type", "integer"}, {"format", "int32"}, {"minimum", 1}, {"maximum", kInt32Max}}},
+         {"default", m.hidden_sizes}}},
+       {"numClasses", int_t("Output classes.", 2, kInt32Max, m.num_classes)}});
+  json ddp = object_t(
+      "DistributedDataParallel settings.",
+      {{"bucketCapMB", positive_number("Gradient bucket size in MB, as DDP's bucket_cap_mb.", d.bucket_cap_mb)},
+       {"gradientCompression",
+        enum_t(known_compressions(), "Buckets cast to 16 bits for the all-reduce (none keeps fp32).",
+               d.gradient_compression)},
+       {"broadcastBuffers",
+        bool_t("Broadcast BatchNorm buffers from rank 0 before each forward.", d.broadcast_buffers)}});
+  return object_t(
+      "What is trained and measured. Data is synthetic, made on the device once per run.",
+      {{"model", enum_t(known_models(), "The model; parameter counts equal torchvision's.")},
+       {"paradigm", enum_t(known_paradigms(),
+                           "none: one process, no communication (the \"no ddp\" row); ddp: data parallel with "
+                           "bucketed all-reduce.",
+                           b.paradigm)},
+       {"batchSizePerDevice", int_t("Examples per rank per step.", 1, 65536, b.batch_size_per_device)},
+       {"precision", enum_t(known_precisions(), "Training precision.", b.precision)},
+       {"warmupSteps", int_t("Steps run before timing starts.", 0, kInt32Max, b.warmup_steps)},
+       {"measureSteps", int_t("Timed steps per repeat.", 1, kInt32Max, b.measure_steps)},
+       {"repeats", int_t("Rounds of measureSteps; the report shows the median over rounds.", 1, 1000, b.repeats)},
+       {"seed",
+        {{"type", "integer"},
+         {"format", "int64"},
+         {"minimum", 0},
+         {"default", b.seed},
+         {"description", "Seed of model initialisation and synthetic data."}}},
+       {"learningRate", positive_number("SGD learning rate (momentum 0.9).", b.learning_rate)},
+       {"threadsPerProcess",
+        int_t("Intra-op threads per rank; 0: the node's cores / ranks per node.", 0, 1024, b.threads_per_process)},
+       {"imageSize", int_t("Input height and width of the image models.", 32, 1024, b.image_size)},
+       {"mlp", mlp},
+       {"ddp", ddp}},
+      {"model"});
+}
+
+json sweep_schema() {
+  const SweepEntry e;
+  json item = object_t(
+      "One run: a cluster shape, optionally overriding spec.benchmark.",
+      {{"nodes", int_t("Machines (M in the row label); one trainer pod each.", 1, kInt32Max, e.nodes)},
+       {"devicesPerNode",
+        int_t("Processes per machine, one per device (G in the row label).", 1, kInt32Max, e.devices_per_node)},
+       {"paradigm", enum_t(known_paradigms(), "Overrides spec.benchmark.paradigm for this run.")},
+       {"bucketCapMB", positive_number("Overrides spec.benchmark.ddp.bucketCapMB for this run.")}});
+  item["x-kubernetes-validations"] = json::array(
+      {cel(field_or("self", "nodes", std::to_string(e.nodes)) + " * " +
+               field_or("self", "devicesPerNode", std::to_string(e.devices_per_node)) +
+               " <= " + std::to_string(kMaxWorldSize),
+           "nodes x devicesPerNode must be <= " + std::to_string(kMaxWorldSize))});
+  return {{"type", "array"},
+          {"description", "One run per entry, in order; speedup and efficiency are against the one-device run."},
+          {"minItems", 1},
+          {"maxItems", kMaxSweepEntries},
+          {"items", item}};
+}
+
+json template_schema() {
+  const PodTemplate t;
+  json quantities = map_t("Resource name -> quantity (8, \"500m\", \"4Gi\").", quantity_t());
+  return object_t(
+      "Merged by the operator into every pod it creates (masters and trainers).",
+      {{"image", {{"type", "string"}, {"minLength", 1}, {"default", t.image}, {"description", "Worker image."}}},
+       {"imagePullPolicy", enum_t(known_pull_policies(), "Unset: Kubernetes' default for the image's tag.")},
+       {"serviceAccountName",
+        {{"type", "string"},
+         {"maxLength", 253},
+         {"pattern", kDnsSubdomainPattern},
+         {"description", "ServiceAccount of the trainer pods (masters use the job's reporter account)."}}},
+       {"resources",
+        object_t("Container resources of the trainer pods, as core/v1 ResourceRequirements.",
+                 {{"limits", quantities}, {"requests", quantities}})},
+       {"nodeSelector", map_t("Pod nodeSelector.", label_value_t())},
+       {"tolerations", k8s_objects_t("Pod tolerations (core/v1 Toleration), kept verbatim.", {})},
+       {"volumes", k8s_objects_t("Pod volumes (core/v1 Volume), kept verbatim.", {"name"})},
+       {"volumeMounts",
+        k8s_objects_t("Worker container volumeMounts (core/v1 VolumeMount), kept verbatim.", {"name", "mountPath"})},
+       {"env", k8s_objects_t("Extra worker container env (core/v1 EnvVar), kept verbatim.", {"name"})},
+       {"annotations", map_t("Pod annotations.", {{"type", "string"}})},
+       {"labels", map_t("Pod labels; trainbench.dev/* and the operator's app.kubernetes.io/* labels are reserved.",
+                        label_value_t())}});
+}
+
+json nccl_schema() {
+  return object_t(
+      "NCCL environment of the worker pods; unset fields are not set.",
+      {{"socketIfname", string_t("NCCL_SOCKET_IFNAME, e.g. eth0.")},
+       {"ibDisable", bool_t("NCCL_IB_DISABLE (true: 1).")},
+       {"debug", enum_t(known_nccl_debug_levels(), "NCCL_DEBUG.")},
+       {"extraEnv", map_t("More variables, name -> value; names are letters, digits and '_', not starting with a "
+                          "digit (checked by trainbench: schemas cannot constrain map keys).",
+                          {{"type", "string"}})}});
+}
+
+json run_policy_schema() {
+  const RunPolicy p;
+  return object_t(
+      "How runs are bounded, restarted and cleaned up.",
+      {{"activeDeadlineSeconds",
+        int_t("A job still going after this many seconds fails; 0: no deadline.", 0, kInt32Max,
+              p.active_deadline_seconds)},
+       {"collectiveTimeoutSeconds",
+        int_t("Rendezvous and collective timeout inside the workers.", 1, kInt32Max, p.collective_timeout_seconds)},
+       {"backoffLimit",
+        int_t("Whole-run restarts (new attempts) after a failed pod before the job fails.", 0, kInt32Max,
+              p.backoff_limit)},
+       {"schedulingTimeoutSeconds",
+        int_t("All pods of a run must be Running within this, or the run fails naming the pending pods.", 1,
+              kInt32Max, p.scheduling_timeout_seconds)},
+       {"cleanPodPolicy",
+        enum_t(known_clean_pod_policies(), "Pods deleted when a run ends: All, only Running ones, or None.",
+               p.clean_pod_policy)}});
+}
+
+json spec_schema() {
+  const BenchmarkJob j;
+  json spec = object_t(
+      "The benchmark and its sweep of cluster shapes; trainbench run reads the same document.",
+      {{"benchmark", benchmark_schema()},
+       {"sweep", sweep_schema()},
+       {"device", enum_t(known_devices(), "Where the workers train.", j.device)},
+       {"backend", enum_t(known_backends(), "Collective backend; unset: gloo on cpu, nccl on cuda.")},
+       {"masterPort",
+        int_t("MASTER_PORT of every run (the rendezvous store on the master pod).", kMinMasterPort, kMaxMasterPort,
+              j.master_port)},
+       {"runPolicy", run_policy_schema()},
+       {"template", template_schema()},
+       {"nccl", nccl_schema()}},
+      {"benchmark", "sweep"});
+  const BenchmarkSpec b;
+  const SweepEntry e;
+  const std::string paradigm =
+      "(has(e.paradigm) ? e.paradigm : (has(self.benchmark) && has(self.benchmark.paradigm) ? "
+      "self.benchmark.paradigm : " + cel_string(b.paradigm) + "))";
+  spec["x-kubernetes-validations"] = json::array(
+      {cel("!has(self.backend) || self.backend != 'nccl' || " + field_or("self", "device", cel_string(j.device)) +
+               " == 'cuda'",
+           "spec.backend: nccl needs spec.device cuda"),
+       cel("!has(self.sweep) || self.sweep.all(e, " + paradigm + " != 'none' || (" +
+               field_or("e", "nodes", std::to_string(e.nodes)) + " == 1 && " +
+               field_or("e", "devicesPerNode", std::to_string(e.devices_per_node)) + " == 1))",
+           "spec.sweep: paradigm none runs on exactly one device (nodes 1, devicesPerNode 1)")});
+  return spec;
+}
+
+json condition_schema() {
+  // metav1.Condition, as Kubernetes' own CRDs spell it.
+  return {
+      {"type", "object"},
+      {"description", "A condition: types " + join(known_condition_types(), ", ") + "."},
+      {"required", {"lastTransitionTime", "message", "reason", "status", "type"}},
+      {"properties",
+       {{"type",
+         {{"type", "string"},
+          {"maxLength", 316},
+          {"pattern",
+           "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"},
+          {"description", "Condition type."}}},
+        {"status", {{"type", "string"}, {"enum", {"True", "False", "Unknown"}}, {"description", "True, False or Unknown."}}},
+        {"reason",
+         {{"type", "string"},
+          {"minLength", 1},
+          {"maxLength", 1024},
+          {"pattern", "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"},
+          {"description", "CamelCase reason."}}},
+        {"message", {{"type", "string"}, {"maxLength", 32768}, {"description", "Human-readable details."}}},
+        {"lastTransitionTime", date_time_t("When status last changed.")},
+        {"observedGeneration",
+         {{"type", "integer"}, {"format", "int64"}, {"minimum", 0}, {"description", "The generation it was set for."}}}}}};
+}
+
+json status_schema() {
+  json run = object_t(
+      "One sweep entry's run.",
+      {{"index", {{"type", "integer"}, {"format", "int32"}, {"minimum", 0}, {"description", "Position in spec.sweep."}}},
+       {"label", string_t("Row label: \"no ddp\" or \"1M/2G\".")},
+       {"phase", enum_t(known_run_phases(), "Run phase.")},
+       {"attempt",
+        {{"type", "integer"}, {"format", "int32"}, {"minimum", 0}, {"description", "0-based; bumped by a restart."}}},
+       {"restarts",
+        {{"type", "integer"}, {"format", "int32"}, {"minimum", 0}, {"description", "Whole-run restarts so far."}}},
+       {"podsCreated", {{"type", "boolean"}, {"description", "The current attempt's pods were created."}}},
+       {"startTime", date_time_t("When the run's pods were created.")},
+       {"attemptStartTime", date_time_t("When the current attempt's pods were created.")},
+       {"completionTime", date_time_t("When the run ended.")},
+       {"message", string_t("Why it failed or is waiting.")},
+       {"environment",
+        {{"type", "object"},
+         {"x-kubernetes-preserve-unknown-fields", true},
+         {"description", "What rank 0 saw: versions, backend, device, BLAS, threads."}}},
+       {"summary",
+        {{"type", "object"},
+         {"x-kubernetes-preserve-unknown-fields", true},
+         {"description", "The run's summarised result (per-rank percentiles)."}}}},
+      {"index", "phase"});
+  return object_t(
+      "Written by the operator.",
+      {{"phase", enum_t(known_job_phases(), "Job phase.")},
+       {"conditions",
+        {{"type", "array"},
+         {"description", "Invalid, Running, Succeeded, Failed."},
+         {"x-kubernetes-list-type", "map"},
+         {"x-kubernetes-list-map-keys", json::array({"type"})},
+         {"items", condition_schema()}}},
+       {"observedGeneration",
+        {{"type", "integer"}, {"format", "int64"}, {"minimum", 0}, {"description", "The generation last acted on."}}},
+       {"runsTotal", {{"type", "integer"}, {"format", "int32"}, {"minimum", 0}, {"description", "Sweep entries."}}},
+       {"runsDone", {{"type", "integer"}, {"format", "int32"}, {"minimum", 0}, {"description", "Runs ended."}}},
+       {"progress", string_t("runsDone/runsTotal, e.g. \"2/3\" (the Runs column).")},
+       {"runs", {{"type", "array"}, {"description", "One entry per started run."}, {"items", run}}},
+       {"report",
+        {{"type", "object"},
+         {"x-kubernetes-preserve-unknown-fields", true},
+         {"description", "The report trainbench run prints, as JSON (docs/report.md)."}}},
+       {"startTime", date_time_t("When the operator started the job.")},
+       {"completionTime", date_time_t("When the job ended.")},
+       {"bestExamplesPerSec", {{"type", "number"}, {"description", "Highest examples/sec over finished runs."}}},
+       {"bestSpeedup", {{"type", "number"}, {"description", "Highest speedup over the one-device run."}}}});
+}
+
+json printer_column(const std::string& name, const std::string& type, const std::string& path,
+                    const std::string& description, int priority = 0) {
+  json c = {{"name", name}, {"type", type}, {"jsonPath", path}, {"description", description}};
+  if (priority != 0) c["priority"] = priority;
+  return c;
+}
+
+}  // namespace
+
+const std::vector<std::string>& known_job_phases() {
+  static const std::vector<std::string> v{"Pending", "Running", "Succeeded", "Failed", "Invalid"};
+  return v;
+}
+const std::vector<std::string>& known_run_phases() {
+  static const std::vector<std::string> v{"Pending", "Starting", "Running", "Restarting", "Succeeded", "Failed"};
+  return v;
+}
+const std::vector<std::string>& known_condition_types() {
+  static const std::vector<std::string> v{"Invalid", "Running", "Succeeded", "Failed"};
+  return v;
+}
+
+nlohmann::json benchmarkjob_schema() {
+  json metadata = {{"type", "object"},
+                   {"properties",
+                    {{"name",
+                      {{"type", "string"},
+                       {"maxLength", kMaxJobNameLength},
+                       {"pattern", kJobNamePattern},
+                       {"description", "An RFC 1035 label: the operator names each run's Service NAME-r<i>."}}}}}};
+  return object_t(
+      "A distributed-training benchmark: one run per sweep entry, then a report (sec/iter percentiles, "
+      "examples/sec, speedup, scaling efficiency).",
+      {{"apiVersion", string_t(std::string("APIVersion: ") + kApiVersion + ".")},
+       {"kind", string_t(std::string("Kind: ") + kKind + ".")},
+       {"metadata", metadata},
+       {"spec", spec_schema()},
+       {"status", status_schema()}},
+      {"spec"});
+}
+
+nlohmann::json benchmarkjob_crd() {
+  json version = {
+      {"name", kCrdVersion},
+      {"served", true},
+      {"storage", true},
+      {"schema", {{"openAPIV3Schema", benchmarkjob_schema()}}},
+      {"subresources", {{"status", json::object()}}},
+      {"additionalPrinterColumns",
+       json::array({printer_column("Phase", "string", ".status.phase", "Job phase"),
+                    printer_column("Runs", "string", ".status.progress", "Runs done / total"),
+                    printer_column("Best ex/s", "number", ".status.bestExamplesPerSec",
+                                   "Highest examples/sec over finished runs"),
+                    printer_column("Speedup", "number", ".status.bestSpeedup",
+                                   "Highest speedup over the one-device run"),
+                    printer_column("Model", "string", ".spec.benchmark.model", "Benchmarked model", 1),
+                    printer_column("Age", "date", ".metadata.creationTimestamp", "Time since creation")})}};
+  return {{"apiVersion", "apiextensions.k8s.io/v1"},
+          {"kind", "CustomResourceDefinition"},
+          {"metadata", {{"name", kCrdName}, {"labels", {{"app.kubernetes.io/name", "trainbench"}}}}},
+          {"spec",
+           {{"group", kCrdGroup},
+            {"names",
+             {{"kind", kKind},
+              {"listKind", std::string(kKind) + "List"},
+              {"plural", kCrdPlural},
+              {"singular", kCrdSingular},
+              {"shortNames", json::array({kCrdShortName})},
+              {"categories", json::array({kCrdCategory})}}},
+            {"scope", "Namespaced"},
+            {"versions", json::array({version})}}}};
+}
+
+std::string benchmarkjob_crd_yaml() {
+  return std::string(
+             "# The BenchmarkJob CustomResourceDefinition. Generated by `trainbench crd` from core/crd.cpp,\n"
+             "# which takes allowed values, limits and defaults from core's spec validation: do not edit.\n"
+             "# Regenerate: ") +
+         kCrdRegenerate + "\n" + json_to_yaml(benchmarkjob_crd());
+}
+
+}  // namespace trainbench

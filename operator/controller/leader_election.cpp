@@ -1,0 +1,143 @@
+#include "operator/controller/leader_election.hpp"
+
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+
+#include "operator/kube/errors.hpp"
+
+namespace trainbench::op {
+namespace {
+
+using nlohmann::json;
+
+/// metav1.MicroTime: RFC 3339 with microseconds.
+std::string micro_time() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1000000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(us));
+  return buf;
+}
+
+}  // namespace
+
+LeaderElector::LeaderElector(std::shared_ptr<const kube::Client> client, LeaderElectionConfig config)
+    : client_(std::move(client)), config_(std::move(config)) {}
+
+LeaderElector::~LeaderElector() {
+  stop_renewing_ = true;
+  if (renewer_.joinable()) renewer_.join();
+}
+
+bool LeaderElector::try_acquire_or_renew() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto type = kube::resources::leases();
+  const auto now = std::chrono::steady_clock::now();
+  const std::string stamp = micro_time();
+  try {
+    auto lease = client_->try_get(type, config_.lease_namespace, config_.lease_name);
+    if (!lease) {
+      json obj = {{"apiVersion", "coordination.k8s.io/v1"},
+                  {"kind", "Lease"},
+                  {"metadata", {{"name", config_.lease_name}, {"namespace", config_.lease_namespace}}},
+                  {"spec",
+                   {{"holderIdentity", config_.identity},
+                    {"leaseDurationSeconds", config_.lease_duration.count()},
+                    {"acquireTime", stamp},
+                    {"renewTime", stamp},
+                    {"leaseTransitions", 0}}}};
+      client_->create(type, config_.lease_namespace, obj);
+      observed_spec_ = obj["spec"];
+      observed_at_ = now;
+      leader_ = true;
+      return true;
+    }
+    json spec = lease->value("spec", json::object());
+    if (spec != observed_spec_) {
+      observed_spec_ = spec;
+      observed_at_ = now;
+    }
+    const std::string holder = spec.value("holderIdentity", "");
+    const bool mine = holder == config_.identity;
+    const auto duration = std::chrono::seconds(spec.value("leaseDurationSeconds", config_.lease_duration.count()));
+    if (!mine && !holder.empty() && now < observed_at_ + duration) {
+      leader_ = false;
+      return false;  // held by a live replica
+    }
+    json updated = *lease;
+    updated["spec"]["holderIdentity"] = config_.identity;
+    updated["spec"]["leaseDurationSeconds"] = config_.lease_duration.count();
+    updated["spec"]["renewTime"] = stamp;
+    if (!mine) {
+      updated["spec"]["acquireTime"] = stamp;
+      updated["spec"]["leaseTransitions"] = spec.value("leaseTransitions", 0) + 1;
+    }
+    const json written = client_->update(type, config_.lease_namespace, updated);  // resourceVersion checked
+    observed_spec_ = written.value("spec", json::object());
+    observed_at_ = now;
+    leader_ = true;
+    return true;
+  } catch (const kube::ConflictError&) {
+    leader_ = false;  // another replica wrote first
+    return false;
+  } catch (const kube::KubeError& e) {
+    std::cerr << "trainbench-operator: leader election: " << e.what() << "\n";
+    return false;  // leader_ unchanged: keep_renewing decides after renew_deadline
+  }
+}
+
+bool LeaderElector::acquire(const std::atomic<bool>& stop) {
+  while (!stop) {
+    if (try_acquire_or_renew()) return true;
+    const auto until = std::chrono::steady_clock::now() + config_.retry_period;
+    while (!stop && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+void LeaderElector::keep_renewing(std::function<void()> on_lost) {
+  renewer_ = std::thread([this, on_lost = std::move(on_lost)] {
+    auto last_renew = std::chrono::steady_clock::now();
+    while (!stop_renewing_) {
+      const auto until = std::chrono::steady_clock::now() + config_.retry_period;
+      while (!stop_renewing_ && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      if (stop_renewing_) return;
+      if (try_acquire_or_renew()) {
+        last_renew = std::chrono::steady_clock::now();
+      } else if (!leader_ || std::chrono::steady_clock::now() - last_renew > config_.renew_deadline) {
+        leader_ = false;
+        on_lost();
+        return;
+      }
+    }
+  });
+}
+
+void LeaderElector::release() {
+  stop_renewing_ = true;
+  if (renewer_.joinable()) renewer_.join();
+  if (!leader_) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  try {
+    auto lease = client_->try_get(kube::resources::leases(), config_.lease_namespace, config_.lease_name);
+    if (lease && lease->value("spec", json::object()).value("holderIdentity", "") == config_.identity) {
+      json updated = *lease;
+      updated["spec"]["holderIdentity"] = "";
+      updated["spec"]["leaseDurationSeconds"] = 1;
+      updated["spec"]["renewTime"] = micro_time();
+      client_->update(kube::resources::leases(), config_.lease_namespace, updated);
+    }
+  } catch (const kube::KubeError& e) {
+    std::cerr << "trainbench-operator: releasing the lease: " << e.what() << "\n";
+  }
+  leader_ = false;
+}
+
+}  // namespace trainbench::op

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# End to end, as a user would on a cluster: kubectl applies the CRD and a BenchmarkJob; the
+# operator creates the master and trainer pods with the right torchrun environment; the
+# workers really train (mlp, 2 nodes x 2 processes, gloo); `kubectl get bj` shows Succeeded with
+# the printer columns and `-o json` holds the report; deleting the job deletes its pods; an
+# invalid job gets Invalid naming the field.
+source "$(dirname "$0")/lib.sh"
+
+start_kubesim
+kc apply -f "$CRD" >/dev/null
+wait_for 20 kc get bj || fail "the CRD did not appear in discovery"
+start_operator
+
+kc apply -f "$EXAMPLE" >/dev/null
+JOB=operator-mlp
+
+# The pods of run 1 (2 nodes x 2 devices): every pod's rank environment.
+wait_for 120 kc get pod "$JOB-r1-a0-trainer-1" || fail "run 1's pods were not created: $(kc get bj $JOB -o jsonpath='{.status}')"
+for n in 0 1; do
+  env=$(kc get pod "$JOB-r1-a0-trainer-$n" -o jsonpath='{range .spec.containers[0].env[*]}{.name}={.value}{"\n"}{end}')
+  grep -qx "NODE_RANK=$n" <<<"$env" || fail "trainer $n: NODE_RANK: $env"
+  grep -qx "WORLD_SIZE=4" <<<"$env" || fail "trainer $n: WORLD_SIZE"
+  grep -qx "NPROC_PER_NODE=2" <<<"$env" || fail "trainer $n: NPROC_PER_NODE"
+  grep -qx "MASTER_ADDR=$JOB-r1.default.svc" <<<"$env" || fail "trainer $n: MASTER_ADDR"
+  grep -qx "MASTER_PORT=29500" <<<"$env" || fail "trainer $n: MASTER_PORT"
+done
+owner=$(kc get pod "$JOB-r1-a0-master" -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}')
+[ "$owner" = "BenchmarkJob/$JOB" ] || fail "master's owner: $owner"
+
+wait_for 240 phase_is "$JOB" Succeeded || fail "job did not succeed: $(kc get bj $JOB -o jsonpath='{.status}')"
+
+# kubectl get bj: printer columns.
+table=$(kc get bj "$JOB")
+echo "$table"
+grep -q "Succeeded" <<<"$table" || fail "get bj: no Succeeded column"
+grep -q "2/2" <<<"$table" || fail "get bj: no runs column"
+
+# The report in status: every run succeeded with ordered percentiles, 4 rank rows in run 1.
+report_runs=$(kc get bj "$JOB" -o jsonpath='{.status.report.runs[*].phase}')
+[ "$report_runs" = "Succeeded Succeeded" ] || fail "report runs: $report_runs"
+read -r p50 p75 p90 p95 < <(kc get bj "$JOB" -o jsonpath='{.status.report.runs[1].secPerIter.p50} {.status.report.runs[1].secPerIter.p75} {.status.report.runs[1].secPerIter.p90} {.status.report.runs[1].secPerIter.p95}')
+awk -v a="$p50" -v b="$p75" -v c="$p90" -v d="$p95" 'BEGIN { exit !(a > 0 && a <= b && b <= c && c <= d) }' || fail "percentiles: $p50 $p75 $p90 $p95"
+ranks=$(kc get bj "$JOB" -o jsonpath='{.status.report.runs[1].ranks[*].rank}')
+[ "$ranks" = "0 1 2 3" ] || fail "rank rows: $ranks"
+gen=$(kc get bj "$JOB" -o jsonpath='{.metadata.generation}')
+[ "$(kc get bj "$JOB" -o jsonpath='{.status.observedGeneration}')" = "$gen" ] || fail "observedGeneration"
+kc get bj "$JOB" -o jsonpath='{.status.conditions[?(@.type=="Succeeded")].status}' | grep -qx True || fail "Succeeded condition"
+kc get events --field-selector involvedObject.name=$JOB -o jsonpath='{.items[*].reason}' | grep -q RunSucceeded || fail "events"
+
+# cleanPodPolicy All: no pod of the finished job is left.
+wait_for 30 sh -c "[ -z \"\$(kubectl get pods -l trainbench.dev/job=$JOB -o name)\" ]" || fail "pods left: $(kc get pods -l trainbench.dev/job=$JOB -o name)"
+
+# An invalid job: Invalid condition with the field path, and no pods.
+sed -e "s/name: operator-mlp/name: bad-job/" -e "s/devicesPerNode: 2}/devicesPerNode: 0}/" "$EXAMPLE" >"$WORK/bad.yaml"
+kc apply --validate=false -f "$WORK/bad.yaml" >/dev/null 2>"$WORK/apply-bad.err" || true
+if kc get bj bad-job >/dev/null 2>&1; then
+  wait_for 30 phase_is bad-job Invalid || fail "bad job not Invalid: $(kc get bj bad-job -o jsonpath='{.status}')"
+  msg=$(kc get bj bad-job -o jsonpath='{.status.conditions[?(@.type=="Invalid")].message}')
+  grep -q "spec.sweep\[1\].devicesPerNode" <<<"$msg" || fail "Invalid message: $msg"
+  [ -z "$(kc get pods -l trainbench.dev/job=bad-job -o name)" ] || fail "an invalid job got pods"
+else
+  # The API server's schema rejected it first (minimum: 1): that names the field too.
+  grep -q "devicesPerNode" "$WORK/apply-bad.err" || fail "rejection does not name the field: $(cat "$WORK/apply-bad.err")"
+fi
+
+# Deleting a running job deletes its pods (ownerReferences).
+sed -e "s/name: operator-mlp/name: long-job/" -e "s/measureSteps: 10/measureSteps: 100000/" "$EXAMPLE" >"$WORK/long.yaml"
+kc apply -f "$WORK/long.yaml" >/dev/null
+wait_for 60 kc get pod long-job-r0-a0-master || fail "long job's pods not created"
+kc delete bj long-job --wait=false >/dev/null
+wait_for 60 sh -c '[ -z "$(kubectl get pods -l trainbench.dev/job=long-job -o name)" ]' || fail "pods of a deleted job remain"
+echo "PASS operator_e2e"
