@@ -111,6 +111,7 @@ int main(int argc, char** argv) {
   const Flags flags = parse(argc, argv);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGINT, on_signal);
+  std::signal(SIGPIPE, SIG_IGN);  // a peer closing a connection is an error return, not a death
   try {
     trainbench::kube::ClientConfig config = flags.kubeconfig.empty()
                                                 ? trainbench::kube::load_default_config(flags.context)

@@ -430,7 +430,10 @@ std::unique_ptr<HttpStream> Transport::open_stream(const HttpRequest& request, s
     try {
       http::http_request req = im.build(request, im.tokens.token());
       req.set_response_stream(s->body.create_ostream());
-      task = im.client_for(std::max(idle_timeout, std::chrono::milliseconds(1000)))->request(req, s->cts.get_token());
+      // Whole minutes, so that watches with jittered timeouts share a few clients.
+      const auto idle = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::ceil<std::chrono::minutes>(std::max(idle_timeout, std::chrono::milliseconds(1000))));
+      task = im.client_for(idle)->request(req, s->cts.get_token());
     } catch (const KubeError&) {
       throw;
     } catch (...) {
