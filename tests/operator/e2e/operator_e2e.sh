@@ -38,7 +38,7 @@ grep -q "2/2" <<<"$table" || fail "get bj: no runs column"
 # The report in status: every run succeeded with ordered percentiles, 4 rank rows in run 1.
 report_runs=$(kc get bj "$JOB" -o jsonpath='{.status.report.runs[*].phase}')
 [ "$report_runs" = "Succeeded Succeeded" ] || fail "report runs: $report_runs"
-read -r p50 p75 p90 p95 < <(kc get bj "$JOB" -o jsonpath='{.status.report.runs[1].secPerIter.p50} {.status.report.runs[1].secPerIter.p75} {.status.report.runs[1].secPerIter.p90} {.status.report.runs[1].secPerIter.p95}')
+read -r p50 p75 p90 p95 <<<"$(kc get bj "$JOB" -o jsonpath='{.status.report.runs[1].secPerIter.p50} {.status.report.runs[1].secPerIter.p75} {.status.report.runs[1].secPerIter.p90} {.status.report.runs[1].secPerIter.p95}')"
 awk -v a="$p50" -v b="$p75" -v c="$p90" -v d="$p95" 'BEGIN { exit !(a > 0 && a <= b && b <= c && c <= d) }' || fail "percentiles: $p50 $p75 $p90 $p95"
 ranks=$(kc get bj "$JOB" -o jsonpath='{.status.report.runs[1].ranks[*].rank}')
 [ "$ranks" = "0 1 2 3" ] || fail "rank rows: $ranks"

@@ -1,0 +1,72 @@
+#pragma once
+
+// A small HTTPS/1.1 server on Boost.Beast: one thread per connection (synchronous), keep-alive,
+// plain responses and chunked streams (watches, followed logs).
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace kubesim {
+
+struct HttpRequest {
+  std::string method;  ///< "GET", "POST", ...
+  std::string target;  ///< raw request target
+  std::string path;    ///< decoded path, no query
+  std::multimap<std::string, std::string> query;    ///< decoded
+  std::multimap<std::string, std::string> headers;  ///< names lower-cased
+  std::string body;
+  std::string remote;  ///< peer address
+
+  std::string param(const std::string& key, const std::string& def = "") const;
+  bool has_param(const std::string& key) const;
+  std::string header(const std::string& lower_name) const;
+  std::vector<std::string> header_all(const std::string& lower_name) const;
+};
+
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+
+/// How a handler answers: either `send` once, or `start_stream` + chunks + `end_stream`.
+class HttpResponder {
+ public:
+  virtual ~HttpResponder() = default;
+  virtual void send(int status, const std::string& content_type, const std::string& body,
+                    const HeaderList& headers = {}) = 0;
+  virtual bool start_stream(int status, const std::string& content_type, const HeaderList& headers = {}) = 0;
+  /// False once the peer is gone.
+  virtual bool write_chunk(const std::string& data) = 0;
+  virtual void end_stream() = 0;
+  /// Whether the peer has closed its side (checked without blocking).
+  virtual bool peer_closed() = 0;
+  virtual bool answered() const = 0;
+};
+
+using HttpHandler = std::function<void(const HttpRequest&, HttpResponder&)>;
+
+class HttpsServer {
+ public:
+  /// Binds `host:port` (port 0: any free port); throws on failure.
+  HttpsServer(const std::string& host, unsigned short port, const std::string& cert_chain_file,
+              const std::string& key_file, HttpHandler handler);
+  ~HttpsServer();
+  HttpsServer(const HttpsServer&) = delete;
+  HttpsServer& operator=(const HttpsServer&) = delete;
+
+  unsigned short port() const;
+  /// Starts the accept thread.
+  void start();
+  /// Stops accepting (open connections are left to the process's exit).
+  void stop();
+  int open_connections() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kubesim

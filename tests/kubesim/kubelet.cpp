@@ -1,0 +1,903 @@
+#include "kubelet.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "pod_env.hpp"
+#include "process.hpp"
+#include "selectors.hpp"
+
+namespace kubesim {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct ContainerRun {
+  std::string name;
+  bool init = false;
+  json spec;
+  pid_t pid = -1;
+  bool running = false;
+  bool finished = false;  ///< terminated for good (no restart coming)
+  bool ready = false;
+  int exit_code = 0;
+  int restarts = 0;
+  std::string log_path;
+  std::string term_path;
+  bool has_log = false;
+  json state = {{"waiting", {{"reason", "ContainerCreating"}}}};
+  json last_state = json::object();
+};
+
+struct PodRun {
+  std::string ns, name, uid, node, ip, host_ip, dir, restart_policy, start_time;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<ContainerRun> containers;  // init containers first, then the others
+  bool stopping = false;
+  bool removed = false;  ///< the pod object is gone
+  bool delete_when_done = false;
+  bool done = false;
+  bool fake = false;
+  bool initialized = false;
+};
+
+using RunPtr = std::shared_ptr<PodRun>;
+
+std::string str(const json& o, const std::string& path) {
+  const json* v = json_path(o, path);
+  return v && v->is_string() ? v->get<std::string>() : "";
+}
+
+bool is_deleting(const json& pod) {
+  const json* v = json_path(pod, "metadata.deletionTimestamp");
+  return v && !v->is_null();
+}
+
+void set_condition(json& conds, const std::string& type, const std::string& status, const std::string& reason = "",
+                   const std::string& message = "") {
+  if (!conds.is_array()) conds = json::array();
+  for (auto& c : conds) {
+    if (c.value("type", "") == type) {
+      if (c.value("status", "") != status) c["lastTransitionTime"] = now_rfc3339();
+      c["status"] = status;
+      if (reason.empty()) c.erase("reason"); else c["reason"] = reason;
+      if (message.empty()) c.erase("message"); else c["message"] = message;
+      return;
+    }
+  }
+  json c = {{"type", type}, {"status", status}, {"lastProbeTime", nullptr}, {"lastTransitionTime", now_rfc3339()}};
+  if (!reason.empty()) c["reason"] = reason;
+  if (!message.empty()) c["message"] = message;
+  conds.push_back(c);
+}
+
+bool tolerates(const json& tolerations, const json& taint) {
+  if (!tolerations.is_array()) return false;
+  for (const auto& t : tolerations) {
+    std::string eff = t.value("effect", "");
+    if (!eff.empty() && eff != taint.value("effect", "")) continue;
+    std::string key = t.value("key", "");
+    std::string op = t.value("operator", "Equal");
+    if (key.empty() && op == "Exists") return true;
+    if (key != taint.value("key", "")) continue;
+    if (op == "Exists" || t.value("value", "") == taint.value("value", "")) return true;
+  }
+  return false;
+}
+
+bool node_fits(const json& pod, const json& node) {
+  const json labels = node["metadata"].value("labels", json::object());
+  const json spec = pod.value("spec", json::object());
+  if (!LabelSelector::from_map(spec.value("nodeSelector", json::object())).matches(labels)) return false;
+  const json* terms = json_path(spec, "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms");
+  if (terms && terms->is_array() && !terms->empty()) {
+    bool any = false;
+    for (const auto& term : *terms) {
+      json sel = {{"matchExpressions", term.value("matchExpressions", json::array())}};
+      any = any || LabelSelector::from_object(sel).matches(labels);
+    }
+    if (!any) return false;
+  }
+  if (node.value("spec", json::object()).value("unschedulable", false)) return false;
+  for (const auto& taint : node.value("spec", json::object()).value("taints", json::array())) {
+    std::string eff = taint.value("effect", "");
+    if ((eff == "NoSchedule" || eff == "NoExecute") && !tolerates(spec.value("tolerations", json::array()), taint)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string tail_of_log(const std::string& path, std::size_t max_lines, std::size_t max_bytes) {
+  std::string data;
+  try {
+    data = read_file(path);
+  } catch (const std::exception&) {
+    return "";
+  }
+  if (data.size() > max_bytes) data = data.substr(data.size() - max_bytes);
+  std::size_t pos = data.size();
+  std::size_t lines = 0;
+  if (pos > 0 && data[pos - 1] == '\n') --pos;
+  while (pos > 0) {
+    if (data[pos - 1] == '\n' && ++lines >= max_lines) break;
+    --pos;
+  }
+  return data.substr(pos);
+}
+
+}  // namespace
+
+struct Kubelet::Impl {
+  Api& api;
+  const TokenAuthority& tokens;
+  KubeletOptions opts;
+  std::mutex mu;
+  std::map<std::string, RunPtr> runs;  // uid -> run
+  std::set<std::string> used_ips;
+  unsigned next_ip = 0;
+  unsigned rr = 0;
+  std::set<std::string> unschedulable_reported;
+  std::thread controller;
+  std::atomic<bool> stopping{false};
+  std::shared_ptr<Watcher> watcher;
+
+  Impl(Api& a, const TokenAuthority& t, KubeletOptions o) : api(a), tokens(t), opts(std::move(o)) {}
+
+  // ---------- status ----------
+
+  /// Writes the run's state into the pod's status (if the pod is still the same object).
+  void publish(const RunPtr& run) {
+    json statuses = json::array(), init_statuses = json::array();
+    std::string phase;
+    bool all_ready = true, any_main = false;
+    {
+      std::lock_guard<std::mutex> lock(run->mu);
+      bool all_done = true, all_zero = true, any_started = false, init_failed = false;
+      for (const auto& c : run->containers) {
+        json cs = {{"name", c.name},
+                   {"state", c.state},
+                   {"lastState", c.last_state},
+                   {"ready", c.ready},
+                   {"restartCount", c.restarts},
+                   {"image", c.spec.value("image", "")},
+                   {"imageID", ""},
+                   {"started", c.running}};
+        if (c.has_log) cs["containerID"] = "kubesim://" + run->uid + "-" + c.name;
+        if (c.init) {
+          init_statuses.push_back(cs);
+          if (c.finished && c.exit_code != 0) init_failed = true;
+          continue;
+        }
+        any_main = true;
+        statuses.push_back(cs);
+        if (!c.finished) all_done = false;
+        if (c.finished && c.exit_code != 0) all_zero = false;
+        if (c.has_log) any_started = true;
+        if (!c.ready) all_ready = false;
+      }
+      if (init_failed && run->restart_policy == "Never") phase = "Failed";
+      else if (all_done && any_main && any_started) phase = all_zero ? "Succeeded" : "Failed";
+      else if (all_done && run->stopping) phase = all_zero && any_started ? "Succeeded" : "Failed";
+      else if (any_started) phase = "Running";
+      else phase = "Pending";
+    }
+    bool terminal = phase == "Succeeded" || phase == "Failed";
+    api.mutate("pods", run->ns, run->name, [&](json& pod) {
+      if (str(pod, "metadata.uid") != run->uid) return false;
+      json& st = pod["status"];
+      if (!st.is_object()) st = json::object();
+      std::string old_phase = st.value("phase", "");
+      if ((old_phase == "Succeeded" || old_phase == "Failed") && !terminal) return false;
+      st["phase"] = phase;
+      st["hostIP"] = run->host_ip;
+      st["hostIPs"] = json::array({{{"ip", run->host_ip}}});
+      st["podIP"] = run->ip;
+      st["podIPs"] = json::array({{{"ip", run->ip}}});
+      st["startTime"] = run->start_time;
+      st["containerStatuses"] = statuses;
+      if (!init_statuses.empty()) st["initContainerStatuses"] = init_statuses;
+      json& conds = st["conditions"];
+      set_condition(conds, "PodReadyToStartContainers", "True");
+      set_condition(conds, "Initialized", run->initialized ? "True" : "False",
+                    run->initialized ? "" : "ContainersNotInitialized",
+                    run->initialized ? "" : "containers with incomplete status: [init]");
+      std::string ready = (!terminal && any_main && all_ready) ? "True" : "False";
+      std::string reason = terminal ? "PodCompleted" : (ready == "True" ? "" : "ContainersNotReady");
+      set_condition(conds, "Ready", ready, reason);
+      set_condition(conds, "ContainersReady", ready, reason);
+      set_condition(conds, "PodScheduled", "True");
+      return true;
+    });
+  }
+
+  // ---------- controller ----------
+
+  void start() {
+    int i = 0;
+    for (const auto& n : opts.nodes) {
+      json labels = {{"kubernetes.io/hostname", n.name}, {"kubernetes.io/os", "linux"}, {"kubernetes.io/arch", "amd64"}};
+      for (const auto& kv : n.labels) labels[kv.first] = kv.second;
+      std::string ip = "127.0.0." + std::to_string(10 + i++);
+      api.ensure("nodes", "",
+                 {{"apiVersion", "v1"},
+                  {"kind", "Node"},
+                  {"metadata", {{"name", n.name}, {"labels", labels}}},
+                  {"spec", json::object()},
+                  {"status", {{"addresses", json::array({{{"type", "InternalIP"}, {"address", ip}},
+                                                         {{"type", "Hostname"}, {"address", n.name}}})}}}});
+    }
+    std::vector<ObjPtr> existing;
+    {
+      std::lock_guard<std::recursive_mutex> lock(api.store().mu());
+      watcher = api.store().watch_now("*", "");
+      existing = api.store().list("pods", "");
+    }
+    controller = std::thread([this, existing] {
+      for (const auto& p : existing) handle_pod(*p);
+      while (!stopping) {
+        WatchEvent ev;
+        if (!watcher->next(ev, std::chrono::milliseconds(500))) continue;
+        try {
+          if (ev.ref.key == "pods") {
+            if (ev.type == "DELETED") on_pod_deleted(*ev.object);
+            else handle_pod(*ev.object);
+          } else if (ev.ref.key == "nodes" && ev.type != "DELETED") {
+            reschedule();
+          }
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "kubesim kubelet: %s\n", e.what());
+        }
+      }
+    });
+  }
+
+  void reschedule() {
+    std::vector<ObjPtr> pods;
+    {
+      std::lock_guard<std::recursive_mutex> lock(api.store().mu());
+      pods = api.store().list("pods", "");
+    }
+    for (const auto& p : pods) {
+      if (str(*p, "spec.nodeName").empty()) handle_pod(*p);
+    }
+  }
+
+  RunPtr find(const std::string& uid) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = runs.find(uid);
+    return it == runs.end() ? nullptr : it->second;
+  }
+
+  RunPtr find(const std::string& ns, const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& kv : runs) {
+      if (kv.second->ns == ns && kv.second->name == name && !kv.second->removed) return kv.second;
+    }
+    return nullptr;
+  }
+
+  void finalize_delete(const std::string& ns, const std::string& name, const std::string& uid) {
+    DeleteOptions o;
+    o.grace = 0;
+    o.precondition_uid = uid;
+    api.delete_internal("pods", ns, name, o);
+  }
+
+  void handle_pod(const json& pod) {
+    if (opts.mode == KubeletMode::None || stopping) return;
+    const std::string uid = str(pod, "metadata.uid");
+    const std::string ns = str(pod, "metadata.namespace");
+    const std::string name = str(pod, "metadata.name");
+    const std::string node = str(pod, "spec.nodeName");
+    const std::string phase = str(pod, "status.phase");
+    bool terminal = phase == "Succeeded" || phase == "Failed";
+    if (node.empty()) {
+      if (!is_deleting(pod) && !terminal) schedule(pod);
+      return;
+    }
+    RunPtr run = find(uid);
+    if (!run) {
+      {
+        std::lock_guard<std::recursive_mutex> lock(api.store().mu());
+        if (!api.store().get("nodes", "", node)) return;  // no such node: nobody runs it
+      }
+      if (is_deleting(pod)) {
+        finalize_delete(ns, name, uid);
+        return;
+      }
+      if (terminal) return;
+      start_run(pod);
+      return;
+    }
+    if (is_deleting(pod)) {
+      double grace = static_cast<double>(pod["metadata"].value("deletionGracePeriodSeconds", 0LL));
+      bool already_done = false;
+      {
+        std::lock_guard<std::mutex> lock(run->mu);
+        run->delete_when_done = true;
+        already_done = run->done;
+      }
+      if (already_done || run->fake) {
+        finalize_delete(ns, name, uid);
+      } else {
+        request_stop(run, grace, "Killing");
+      }
+    }
+  }
+
+  void schedule(const json& pod) {
+    std::vector<ObjPtr> nodes;
+    {
+      std::lock_guard<std::recursive_mutex> lock(api.store().mu());
+      nodes = api.store().list("nodes", "");
+    }
+    std::vector<std::string> fits;
+    for (const auto& n : nodes) {
+      if (node_fits(pod, *n)) fits.push_back(str(*n, "metadata.name"));
+    }
+    const std::string uid = str(pod, "metadata.uid");
+    const std::string ns = str(pod, "metadata.namespace"), name = str(pod, "metadata.name");
+    if (fits.empty()) {
+      std::string n = std::to_string(nodes.size());
+      std::string msg = "0/" + n + " nodes are available: " + n +
+                        " node(s) didn't match Pod's node affinity/selector. preemption: 0/" + n +
+                        " nodes are available: " + n + " Preemption is not helpful for scheduling.";
+      api.mutate("pods", ns, name, [&](json& p) {
+        if (str(p, "metadata.uid") != uid) return false;
+        set_condition(p["status"]["conditions"], "PodScheduled", "False", "Unschedulable", msg);
+        return true;
+      });
+      bool first;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        first = unschedulable_reported.insert(uid).second;
+      }
+      if (first) api.record_event(pod, "Warning", "FailedScheduling", msg, "default-scheduler");
+      return;
+    }
+    std::string chosen = fits[rr++ % fits.size()];
+    auto bound = api.mutate("pods", ns, name, [&](json& p) {
+      if (str(p, "metadata.uid") != uid || !str(p, "spec.nodeName").empty()) return false;
+      p["spec"]["nodeName"] = chosen;
+      set_condition(p["status"]["conditions"], "PodScheduled", "True");
+      return true;
+    });
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      unschedulable_reported.erase(uid);
+    }
+    if (bound) {
+      api.record_event(pod, "Normal", "Scheduled", "Successfully assigned " + ns + "/" + name + " to " + chosen,
+                       "default-scheduler");
+    }
+  }
+
+  std::string allocate_ip() {
+    std::lock_guard<std::mutex> lock(mu);
+    for (unsigned tries = 0; tries < 254u * 254u; ++tries) {
+      unsigned n = next_ip++;
+      std::string ip = "127.0." + std::to_string(1 + (n / 254) % 254) + "." + std::to_string(1 + n % 254);
+      if (used_ips.insert(ip).second) return ip;
+    }
+    return "127.0.0.1";
+  }
+
+  void release(const RunPtr& run) {
+    std::lock_guard<std::mutex> lock(mu);
+    used_ips.erase(run->ip);
+  }
+
+  std::string node_ip(const std::string& node) {
+    std::lock_guard<std::recursive_mutex> lock(api.store().mu());
+    ObjPtr n = api.store().get("nodes", "", node);
+    if (n) {
+      for (const auto& a : (*n).value("status", json::object()).value("addresses", json::array())) {
+        if (a.value("type", "") == "InternalIP") return a.value("address", "127.0.0.1");
+      }
+    }
+    return "127.0.0.1";
+  }
+
+  void start_run(const json& pod) {
+    auto run = std::make_shared<PodRun>();
+    run->ns = str(pod, "metadata.namespace");
+    run->name = str(pod, "metadata.name");
+    run->uid = str(pod, "metadata.uid");
+    run->node = str(pod, "spec.nodeName");
+    run->restart_policy = pod["spec"].value("restartPolicy", "Always");
+    run->ip = allocate_ip();
+    run->host_ip = node_ip(run->node);
+    run->start_time = now_rfc3339();
+    run->dir = opts.dir + "/pods/" + run->ns + "_" + run->name + "_" + run->uid;
+    for (const char* list : {"initContainers", "containers"}) {
+      for (const auto& c : pod["spec"].value(list, json::array())) {
+        ContainerRun cr;
+        cr.name = c.value("name", "");
+        cr.init = std::string(list) == "initContainers";
+        cr.spec = c;
+        cr.log_path = run->dir + "/" + cr.name + ".log";
+        cr.term_path = run->dir + "/" + cr.name + ".termination-log";
+        if (cr.init) cr.state = {{"waiting", {{"reason", "PodInitializing"}}}};
+        run->containers.push_back(cr);
+      }
+    }
+    run->initialized = true;
+    for (const auto& c : run->containers) {
+      if (c.init) run->initialized = false;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      runs[run->uid] = run;
+    }
+    if (opts.mode == KubeletMode::Fake) {
+      run->fake = true;
+      std::string now = now_rfc3339();
+      for (auto& c : run->containers) {
+        c.running = !c.init;
+        c.ready = !c.init;
+        c.has_log = true;
+        c.finished = c.init;
+        c.state = c.init ? json{{"terminated", {{"exitCode", 0}, {"reason", "Completed"}, {"startedAt", now}, {"finishedAt", now}}}}
+                         : json{{"running", {{"startedAt", now}}}};
+      }
+      run->initialized = true;
+      publish(run);
+      return;
+    }
+    std::thread([this, run] { pod_main(run); }).detach();
+  }
+
+  void on_pod_deleted(const json& pod) {
+    RunPtr run = find(str(pod, "metadata.uid"));
+    if (!run) return;
+    bool done;
+    {
+      std::lock_guard<std::mutex> lock(run->mu);
+      run->removed = true;
+      done = run->done || run->fake;
+    }
+    if (done) {
+      release(run);
+      std::lock_guard<std::mutex> lock(mu);
+      runs.erase(run->uid);
+    } else {
+      request_stop(run, 1, "");
+    }
+  }
+
+  /// SIGTERM to every running container, SIGKILL after min(grace, max_grace).
+  void request_stop(const RunPtr& run, double grace, const std::string& event_reason) {
+    std::vector<pid_t> pids;
+    std::vector<std::string> names;
+    {
+      std::lock_guard<std::mutex> lock(run->mu);
+      if (run->stopping) return;
+      run->stopping = true;
+      for (const auto& c : run->containers) {
+        if (c.running && c.pid > 0) {
+          pids.push_back(c.pid);
+          names.push_back(c.name);
+        }
+      }
+    }
+    run->cv.notify_all();
+    if (!event_reason.empty()) {
+      std::lock_guard<std::recursive_mutex> lock(api.store().mu());
+      ObjPtr p = api.store().get("pods", run->ns, run->name);
+      if (p) {
+        for (const auto& n : names) {
+          api.record_event(Api::present(*api.types().by_key("pods"), *p), "Normal", event_reason,
+                           "Stopping container " + n, "kubelet", run->node);
+        }
+      }
+    }
+    for (pid_t pid : pids) ::kill(-pid, SIGTERM);
+    double wait_s = std::min(std::max(grace, 0.0), opts.max_grace_s);
+    std::thread([run, wait_s] {
+      std::unique_lock<std::mutex> lock(run->mu);
+      auto all_done = [&] {
+        for (const auto& c : run->containers) {
+          if (c.running) return false;
+        }
+        return true;
+      };
+      run->cv.wait_for(lock, std::chrono::milliseconds(static_cast<long long>(wait_s * 1000)), all_done);
+      for (const auto& c : run->containers) {
+        if (c.running && c.pid > 0) ::kill(-c.pid, SIGKILL);
+      }
+    }).detach();
+  }
+
+  // ---------- running a pod ----------
+
+  bool wait_or_stop(const RunPtr& run, double seconds) {
+    std::unique_lock<std::mutex> lock(run->mu);
+    return run->cv.wait_for(lock, std::chrono::milliseconds(static_cast<long long>(seconds * 1000)),
+                            [&] { return run->stopping; });
+  }
+
+  bool stopping_now(const RunPtr& run) {
+    std::lock_guard<std::mutex> lock(run->mu);
+    return run->stopping;
+  }
+
+  json current_pod(const RunPtr& run) {
+    std::lock_guard<std::recursive_mutex> lock(api.store().mu());
+    ObjPtr p = api.store().get("pods", run->ns, run->name);
+    if (!p || str(*p, "metadata.uid") != run->uid) return nullptr;
+    return *p;
+  }
+
+  /// The service-account directory (token, ca.crt, namespace), or "" when not mounted.
+  std::string mount_service_account(const RunPtr& run, const json& pod) {
+    std::string sa = pod["spec"].value("serviceAccountName", "default");
+    json sa_obj;
+    {
+      std::lock_guard<std::recursive_mutex> lock(api.store().mu());
+      ObjPtr p = api.store().get("serviceaccounts", run->ns, sa);
+      if (!p) return "";
+      sa_obj = *p;
+    }
+    bool mount = sa_obj.value("automountServiceAccountToken", true);
+    if (pod["spec"].contains("automountServiceAccountToken")) mount = pod["spec"]["automountServiceAccountToken"].get<bool>();
+    if (!mount) return "";
+    std::string dir = run->dir + "/serviceaccount";
+    fs::create_directories(dir);
+    auto minted = tokens.mint(run->ns, sa, str(sa_obj, "metadata.uid"), 3607, {TokenAuthority::issuer()}, "Pod",
+                              run->name, run->uid);
+    write_file_atomic(dir + "/token", minted.token, 0600);
+    write_file_atomic(dir + "/ca.crt", api.config().ca_pem);
+    write_file_atomic(dir + "/namespace", run->ns);
+    return dir;
+  }
+
+  void set_state(const RunPtr& run, std::size_t idx, const std::function<void(ContainerRun&)>& fn) {
+    {
+      std::lock_guard<std::mutex> lock(run->mu);
+      fn(run->containers[idx]);
+    }
+    run->cv.notify_all();
+    publish(run);
+  }
+
+  /// Runs container `idx` until it has terminated for good.
+  void container_main(const RunPtr& run, std::size_t idx, const std::string& sa_dir) {
+    const json spec = run->containers[idx].spec;
+    const std::string cname = spec.value("name", "");
+    int backoff_s = 10;
+    for (;;) {
+      if (stopping_now(run)) break;
+      // Environment (retried while a referenced ConfigMap / Secret is missing).
+      EnvList env;
+      std::string config_error;
+      for (;;) {
+        json pod = current_pod(run);
+        if (pod.is_null()) return;
+        try {
+          env = container_env({api, pod}, spec);
+          config_error.clear();
+        } catch (const std::exception& e) {
+          config_error = e.what();
+        }
+        if (config_error.empty()) break;
+        set_state(run, idx, [&](ContainerRun& c) {
+          c.state = {{"waiting", {{"reason", "CreateContainerConfigError"}, {"message", config_error}}}};
+        });
+        if (wait_or_stop(run, 1)) return finish_unstarted(run, idx);
+      }
+      // DNS emulation: wait for every <svc>.<ns>.svc name to have a pod address.
+      auto dns_deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(opts.dns_wait_s * 1000));
+      std::vector<std::string> unresolved;
+      for (;;) {
+        unresolved.clear();
+        for (auto& kv : env) {
+          std::string v = kv.second;
+          if (v.find(".svc") == std::string::npos) continue;
+          if (!rewrite_service_names(api, run->ns, v)) unresolved.push_back(kv.first);
+        }
+        if (unresolved.empty() || std::chrono::steady_clock::now() >= dns_deadline) break;
+        if (wait_or_stop(run, 0.2)) return finish_unstarted(run, idx);
+      }
+      for (auto& kv : env) {
+        if (kv.second.find(".svc") != std::string::npos) rewrite_service_names(api, run->ns, kv.second);
+      }
+      // The process environment: passthrough, pod basics, then the container's own.
+      EnvList full;
+      auto put = [&](const std::string& k, const std::string& v) {
+        for (auto& e : full) {
+          if (e.first == k) {
+            e.second = v;
+            return;
+          }
+        }
+        full.emplace_back(k, v);
+      };
+      for (const auto& name : opts.passthrough_env) {
+        if (const char* v = std::getenv(name.c_str())) put(name, v);
+      }
+      json pod = current_pod(run);
+      if (pod.is_null()) return;
+      const std::string host = api.config().server_host;
+      const std::string port = std::to_string(api.config().server_port);
+      put("HOSTNAME", pod["spec"].value("hostname", run->name));
+      put("HOME", run->dir);
+      put("KUBERNETES_SERVICE_HOST", host);
+      put("KUBERNETES_SERVICE_PORT", port);
+      put("KUBERNETES_SERVICE_PORT_HTTPS", port);
+      put("KUBERNETES_PORT", "tcp://" + host + ":" + port);
+      if (!sa_dir.empty()) put("TRAINBENCH_SERVICEACCOUNT_DIR", sa_dir);
+      const std::string term_path = run->containers[idx].term_path;
+      put("TRAINBENCH_TERMINATION_LOG", term_path);
+      for (const auto& kv : env) put(kv.first, kv.second);
+      std::map<std::string, std::string> vars(env.begin(), env.end());
+      std::vector<std::string> argv;
+      for (const char* f : {"command", "args"}) {
+        for (const auto& a : spec.value(f, json::array())) argv.push_back(expand_vars(a.get<std::string>(), vars));
+      }
+      std::string cwd = spec.value("workingDir", "");
+      if (cwd.empty() || !fs::is_directory(cwd)) cwd = run->dir;
+      std::remove(term_path.c_str());
+      SpawnResult sp;
+      if (spec.value("command", json::array()).empty()) {
+        sp.exec_errno = ENOENT;
+        sp.error = "kubesim runs no images: container \"" + cname + "\" has no command";
+      } else {
+        std::lock_guard<std::mutex> lock(run->mu);
+        if (run->stopping) return;
+        sp = spawn_process(argv, full, cwd, run->containers[idx].log_path);
+        if (sp.exec_errno == 0) {
+          run->containers[idx].pid = sp.pid;
+          run->containers[idx].running = true;
+        }
+      }
+      std::string started = now_rfc3339();
+      int code = 0;
+      std::string reason, message;
+      if (sp.exec_errno != 0) {
+        code = 128;
+        reason = "StartError";
+        message = "failed to create containerd task: failed to create shim task: OCI runtime create failed: " + sp.error;
+        set_state(run, idx, [&](ContainerRun& c) { c.has_log = true; });
+      } else {
+        set_state(run, idx, [&](ContainerRun& c) {
+          c.has_log = true;
+          c.ready = !c.init;
+          c.state = {{"running", {{"startedAt", started}}}};
+        });
+        if (run->containers[idx].restarts == 0) {
+          api.record_event(Api::present(*api.types().by_key("pods"), pod), "Normal", "Started",
+                           "Started container " + cname, "kubelet", run->node);
+        }
+        code = wait_exit_code(sp.pid);
+        ::kill(-sp.pid, SIGKILL);  // the container is gone when its main process is: so are its children
+        reason = code == 0 ? "Completed" : "Error";
+        std::string msg;
+        try {
+          msg = read_file(term_path);
+        } catch (const std::exception&) {
+        }
+        if (msg.size() > 4096) msg = msg.substr(0, 4096);
+        if (msg.empty() && code != 0 && spec.value("terminationMessagePolicy", "File") == "FallbackToLogsOnError") {
+          msg = tail_of_log(run->containers[idx].log_path, 80, 2048);
+        }
+        message = msg;
+      }
+      json term = {{"exitCode", code}, {"reason", reason}, {"startedAt", started}, {"finishedAt", now_rfc3339()},
+                   {"containerID", "kubesim://" + run->uid + "-" + cname}};
+      if (!message.empty()) term["message"] = message;
+      bool restart = false;
+      {
+        std::lock_guard<std::mutex> lock(run->mu);
+        bool is_init = run->containers[idx].init;
+        restart = !run->stopping && (run->restart_policy == "Always" ? !is_init || code != 0
+                                                                     : run->restart_policy == "OnFailure" && code != 0);
+      }
+      if (!restart) {
+        set_state(run, idx, [&](ContainerRun& c) {
+          c.running = false;
+          c.ready = false;
+          c.finished = true;
+          c.exit_code = code;
+          c.pid = -1;
+          c.state = {{"terminated", term}};
+        });
+        return;
+      }
+      set_state(run, idx, [&](ContainerRun& c) {
+        c.running = false;
+        c.ready = false;
+        c.pid = -1;
+        c.restarts += 1;
+        c.last_state = {{"terminated", term}};
+        c.state = {{"waiting", {{"reason", "CrashLoopBackOff"},
+                                {"message", "back-off " + std::to_string(backoff_s) + "s restarting failed container=" +
+                                                cname + " pod=" + run->name + "_" + run->ns + "(" + run->uid + ")"}}}};
+      });
+      if (wait_or_stop(run, backoff_s)) return finish_unstarted(run, idx);
+      backoff_s = std::min(backoff_s * 2, 300);
+    }
+    finish_unstarted(run, idx);
+  }
+
+  void finish_unstarted(const RunPtr& run, std::size_t idx) {
+    set_state(run, idx, [&](ContainerRun& c) {
+      if (c.finished) return;
+      c.running = false;
+      c.ready = false;
+      c.finished = true;
+      c.exit_code = 137;
+      if (!c.state.contains("terminated")) {
+        c.state = {{"terminated", {{"exitCode", 137}, {"reason", "ContainerStatusUnknown"},
+                                   {"message", "The container could not be located when the pod was terminated"},
+                                   {"startedAt", nullptr}, {"finishedAt", now_rfc3339()}}}};
+      }
+    });
+  }
+
+  void pod_main(const RunPtr& run) {
+    try {
+      fs::create_directories(run->dir);
+      publish(run);
+      json pod = current_pod(run);
+      std::string sa_dir = pod.is_null() ? "" : mount_service_account(run, pod);
+      bool init_ok = true;
+      for (std::size_t i = 0; i < run->containers.size() && init_ok; ++i) {
+        if (!run->containers[i].init) continue;
+        container_main(run, i, sa_dir);
+        std::lock_guard<std::mutex> lock(run->mu);
+        init_ok = run->containers[i].finished && run->containers[i].exit_code == 0 && !run->stopping;
+      }
+      {
+        std::lock_guard<std::mutex> lock(run->mu);
+        run->initialized = init_ok;
+      }
+      std::vector<std::thread> threads;
+      for (std::size_t i = 0; i < run->containers.size(); ++i) {
+        if (run->containers[i].init) continue;
+        if (init_ok) {
+          threads.emplace_back([this, run, i, sa_dir] { container_main(run, i, sa_dir); });
+        } else {
+          set_state(run, i, [&](ContainerRun& c) {
+            c.finished = true;
+            c.exit_code = 0;
+            c.state = {{"waiting", {{"reason", "PodInitializing"}}}};
+          });
+        }
+      }
+      for (auto& t : threads) t.join();
+      for (std::size_t i = 0; i < run->containers.size(); ++i) {
+        if (!run->containers[i].finished) finish_unstarted(run, i);
+      }
+      publish(run);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "kubesim kubelet: pod %s/%s: %s\n", run->ns.c_str(), run->name.c_str(), e.what());
+    }
+    bool removed, delete_it;
+    {
+      std::lock_guard<std::mutex> lock(run->mu);
+      run->done = true;
+      removed = run->removed;
+      delete_it = run->delete_when_done;
+    }
+    run->cv.notify_all();
+    if (delete_it && !removed) finalize_delete(run->ns, run->name, run->uid);
+    if (removed) {
+      release(run);
+      std::lock_guard<std::mutex> lock(mu);
+      runs.erase(run->uid);
+    }
+  }
+
+  void stop() {
+    if (stopping.exchange(true)) return;
+    if (watcher) watcher->close();
+    if (controller.joinable()) controller.join();
+    std::vector<RunPtr> all;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (const auto& kv : runs) all.push_back(kv.second);
+    }
+    for (const auto& run : all) {
+      std::lock_guard<std::mutex> lock(run->mu);
+      run->stopping = true;
+      for (const auto& c : run->containers) {
+        if (c.pid > 0) ::kill(-c.pid, SIGKILL);
+      }
+      run->cv.notify_all();
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    for (const auto& run : all) {
+      std::unique_lock<std::mutex> lock(run->mu);
+      run->cv.wait_until(lock, deadline, [&] { return run->done || run->fake; });
+    }
+  }
+};
+
+Kubelet::Kubelet(Api& api, const TokenAuthority& tokens, KubeletOptions opts)
+    : impl_(std::make_unique<Impl>(api, tokens, std::move(opts))) {}
+
+Kubelet::~Kubelet() { stop(); }
+
+void Kubelet::start() {
+  if (impl_->opts.mode == KubeletMode::None) {
+    // Nodes exist even when nothing runs (pods stay Pending: nobody schedules them).
+  }
+  impl_->start();
+}
+
+void Kubelet::stop() { impl_->stop(); }
+
+int Kubelet::kill(const std::string& ns, const std::string& pod, const std::string& container, int signal) {
+  RunPtr run = impl_->find(ns, pod);
+  if (!run) return -1;
+  int n = 0;
+  if (run->fake) {
+    std::string now = now_rfc3339();
+    {
+      std::lock_guard<std::mutex> lock(run->mu);
+      for (auto& c : run->containers) {
+        if (c.init || c.finished || (!container.empty() && c.name != container)) continue;
+        c.running = c.ready = false;
+        c.finished = true;
+        c.exit_code = 128 + signal;
+        c.state = {{"terminated", {{"exitCode", 128 + signal}, {"reason", "Error"}, {"startedAt", now}, {"finishedAt", now}}}};
+        ++n;
+      }
+    }
+    impl_->publish(run);
+    return n;
+  }
+  std::lock_guard<std::mutex> lock(run->mu);
+  for (const auto& c : run->containers) {
+    if (c.running && c.pid > 0 && (container.empty() || c.name == container)) {
+      ::kill(-c.pid, signal);
+      ++n;
+    }
+  }
+  return n;
+}
+
+std::string Kubelet::log_path(const std::string& ns, const std::string& pod, const std::string& container) const {
+  RunPtr run = impl_->find(ns, pod);
+  if (!run) return "";
+  std::lock_guard<std::mutex> lock(run->mu);
+  for (const auto& c : run->containers) {
+    if ((container.empty() && !c.init) || c.name == container) return c.has_log && !run->fake ? c.log_path : "";
+  }
+  return "";
+}
+
+bool Kubelet::container_finished(const std::string& ns, const std::string& pod, const std::string& container) const {
+  RunPtr run = impl_->find(ns, pod);
+  if (!run) return true;
+  std::lock_guard<std::mutex> lock(run->mu);
+  for (const auto& c : run->containers) {
+    if ((container.empty() && !c.init) || c.name == container) return c.finished || (!c.running && run->stopping);
+  }
+  return true;
+}
+
+json Kubelet::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  int running = 0;
+  for (const auto& kv : impl_->runs) {
+    std::lock_guard<std::mutex> rl(kv.second->mu);
+    for (const auto& c : kv.second->containers) running += c.running ? 1 : 0;
+  }
+  const char* mode = impl_->opts.mode == KubeletMode::Process ? "process" : impl_->opts.mode == KubeletMode::Fake ? "fake" : "none";
+  return {{"mode", mode}, {"pods", impl_->runs.size()}, {"runningContainers", running}, {"podIPsInUse", impl_->used_ips.size()}};
+}
+
+}  // namespace kubesim

@@ -1,0 +1,62 @@
+#pragma once
+
+// The simulated nodes: scheduler + kubelet in one controller. Pods are bound to a node whose
+// labels match their nodeSelector (else Pending, PodScheduled=False/Unschedulable), get a
+// loopback pod IP (127.0.x.y), and their containers run as local processes (mode Process), or
+// turn Running at once and never run anything (Fake), or stay Pending untouched (None).
+// See README.md for the container environment, DNS emulation and termination rules.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api.hpp"
+#include "auth.hpp"
+
+namespace kubesim {
+
+enum class KubeletMode { Process, Fake, None };
+
+struct NodeSpec {
+  std::string name;
+  std::map<std::string, std::string> labels;
+};
+
+struct KubeletOptions {
+  KubeletMode mode = KubeletMode::Process;
+  std::vector<NodeSpec> nodes;
+  std::string dir;              ///< per-pod directories go under DIR/pods
+  double max_grace_s = 3;       ///< SIGTERM -> SIGKILL wait is min(grace, this)
+  double dns_wait_s = 60;       ///< how long a pod waits for its env's <svc>.<ns>.svc names to resolve
+  std::vector<std::string> passthrough_env = {"PATH", "LD_LIBRARY_PATH", "TMPDIR", "LANG", "LC_ALL",
+                                              "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"};
+};
+
+class Kubelet {
+ public:
+  Kubelet(Api& api, const TokenAuthority& tokens, KubeletOptions opts);
+  ~Kubelet();
+  Kubelet(const Kubelet&) = delete;
+  Kubelet& operator=(const Kubelet&) = delete;
+
+  /// Creates the Node objects and starts the controller.
+  void start();
+  /// Kills every pod's processes (SIGKILL to their process groups) and stops the controller.
+  void stop();
+
+  /// Sends `signal` to the pod's containers (all, or the named one): the number signalled, or
+  /// -1 when kubesim runs no such pod.
+  int kill(const std::string& ns, const std::string& pod, const std::string& container, int signal);
+  /// The container's log file ("" when it has not started); `container` "" means the first.
+  std::string log_path(const std::string& ns, const std::string& pod, const std::string& container) const;
+  /// Whether the container is not running any more (or never will).
+  bool container_finished(const std::string& ns, const std::string& pod, const std::string& container) const;
+  json stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kubesim

@@ -1,0 +1,180 @@
+// kubesim: an API-server emulator with a kubelet simulator, for testing without a cluster.
+//
+//   kubesim --listen 127.0.0.1:0 --dir DIR [--kubelet process|fake|none] [--node NAME[:k=v,...]]...
+//           [--bookmark-interval SECONDS] [--max-grace SECONDS] [--dns-wait SECONDS]
+//           [--watch-history EVENTS] [--no-aggregated-discovery]
+//
+// Writes DIR/{ca.crt,ca.key,server.crt,server.key,kubeconfig,admin-token,audit.log}, prints
+// "kubesim ready https://127.0.0.1:PORT" and serves until SIGTERM/SIGINT.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "api.hpp"
+#include "audit.hpp"
+#include "auth.hpp"
+#include "gc.hpp"
+#include "http_server.hpp"
+#include "kubelet.hpp"
+#include "server.hpp"
+#include "tls.hpp"
+
+using namespace kubesim;
+
+namespace {
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr,
+               "kubesim: %s\n"
+               "usage: kubesim --listen HOST:PORT --dir DIR [--kubelet process|fake|none] [--node NAME[:k=v,...]]...\n"
+               "               [--bookmark-interval SECONDS] [--max-grace SECONDS] [--dns-wait SECONDS]\n"
+               "               [--watch-history EVENTS] [--no-aggregated-discovery]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+NodeSpec parse_node(const std::string& arg) {
+  NodeSpec n;
+  auto colon = arg.find(':');
+  n.name = arg.substr(0, colon);
+  if (colon != std::string::npos) {
+    for (const auto& kv : split(arg.substr(colon + 1), ',')) {
+      if (kv.empty()) continue;
+      auto eq = kv.find('=');
+      n.labels[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
+    }
+  }
+  if (n.name.empty()) usage("empty node name in --node " + arg);
+  return n;
+}
+
+std::string kubeconfig(const std::string& url, const std::string& ca_pem, const std::string& token) {
+  return "apiVersion: v1\n"
+         "kind: Config\n"
+         "clusters:\n"
+         "- name: kubesim\n"
+         "  cluster:\n"
+         "    server: " + url + "\n"
+         "    certificate-authority-data: " + base64_encode(ca_pem) + "\n"
+         "users:\n"
+         "- name: kubesim-admin\n"
+         "  user:\n"
+         "    token: " + token + "\n"
+         "contexts:\n"
+         "- name: kubesim\n"
+         "  context:\n"
+         "    cluster: kubesim\n"
+         "    user: kubesim-admin\n"
+         "    namespace: default\n"
+         "current-context: kubesim\n"
+         "preferences: {}\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string listen = "127.0.0.1:0", dir;
+  KubeletOptions kopts;
+  ServerOptions sopts;
+  std::size_t history = 20000;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage("missing value for " + a);
+      return argv[++i];
+    };
+    try {
+      if (a == "--listen") listen = value();
+      else if (a == "--dir") dir = value();
+      else if (a == "--kubelet") {
+        std::string m = value();
+        if (m == "process") kopts.mode = KubeletMode::Process;
+        else if (m == "fake") kopts.mode = KubeletMode::Fake;
+        else if (m == "none") kopts.mode = KubeletMode::None;
+        else usage("--kubelet must be process, fake or none");
+      } else if (a == "--node") kopts.nodes.push_back(parse_node(value()));
+      else if (a == "--bookmark-interval") sopts.bookmark_interval_s = std::stod(value());
+      else if (a == "--max-grace") kopts.max_grace_s = std::stod(value());
+      else if (a == "--dns-wait") kopts.dns_wait_s = std::stod(value());
+      else if (a == "--watch-history") history = std::stoul(value());
+      else if (a == "--no-aggregated-discovery") sopts.aggregated_discovery = false;
+      else if (a == "--help" || a == "-h") usage("help");
+      else usage("unknown argument " + a);
+    } catch (const std::invalid_argument&) {
+      usage("bad value for " + a);
+    }
+  }
+  if (dir.empty()) usage("--dir is required");
+  if (kopts.nodes.empty()) kopts.nodes.push_back({"node-1", {}});
+
+  // Signals: SIGTERM/SIGINT are taken by sigwait below; every thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  try {
+    std::filesystem::create_directories(dir);
+    dir = std::filesystem::absolute(dir).string();
+    TlsFiles tls = generate_test_pki(dir);
+    std::string ca_pem = read_file(tls.ca_cert);
+    auto colon = listen.rfind(':');
+    if (colon == std::string::npos) usage("--listen must be HOST:PORT");
+    std::string host = listen.substr(0, colon);
+    unsigned short port = static_cast<unsigned short>(std::stoi(listen.substr(colon + 1)));
+
+    TokenAuthority tokens;
+    write_file_atomic(dir + "/admin-token", tokens.admin_token() + "\n", 0600);
+    Store store(history);
+    TypeRegistry types;
+    Authorizer authz(store);
+    AuditLog audit(dir + "/audit.log");
+    ApiConfig config;
+    config.ca_pem = ca_pem;
+    Api api(store, types, authz, config);
+
+    std::unique_ptr<ApiServer> handler;
+    HttpsServer http(host, port, tls.server_cert, tls.server_key,
+                     [&handler](const HttpRequest& req, HttpResponder& res) { handler->handle(req, res); });
+    config.server_host = host == "0.0.0.0" ? "127.0.0.1" : host;
+    config.server_port = http.port();
+    api.set_config(config);
+    std::string address = config.server_host + ":" + std::to_string(http.port());
+    std::string url = "https://" + address;
+    sopts.address = address;
+    kopts.dir = dir;
+
+    api.bootstrap();
+    write_file_atomic(dir + "/kubeconfig", kubeconfig(url, ca_pem, tokens.admin_token()), 0600);
+
+    GarbageCollector gc(api);
+    gc.start();
+    Kubelet kubelet(api, tokens, kopts);
+    kubelet.start();
+    handler = std::make_unique<ApiServer>(api, tokens, audit, &kubelet, sopts);
+    http.start();
+
+    std::printf("kubesim ready %s\n", url.c_str());
+    std::fflush(stdout);
+
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    std::fprintf(stderr, "kubesim: %s, shutting down\n", strsignal(sig));
+    http.stop();
+    kubelet.stop();
+    gc.stop();
+    std::fflush(nullptr);
+    _exit(0);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kubesim: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,264 @@
+#include "pod_env.hpp"
+
+#include <cctype>
+#include <stdexcept>
+
+namespace kubesim {
+
+namespace {
+
+std::string label_lookup(const json& map, const std::string& key) {
+  if (map.is_object() && map.contains(key) && map[key].is_string()) return map[key];
+  return "";
+}
+
+std::string field_ref(const json& pod, const std::string& path) {
+  const json& m = pod["metadata"];
+  if (path == "metadata.name") return m.value("name", "");
+  if (path == "metadata.namespace") return m.value("namespace", "");
+  if (path == "metadata.uid") return m.value("uid", "");
+  if (path == "spec.nodeName") return pod["spec"].value("nodeName", "");
+  if (path == "spec.serviceAccountName") return pod["spec"].value("serviceAccountName", "");
+  if (path == "status.podIP") return pod.value("status", json::object()).value("podIP", "");
+  if (path == "status.hostIP") return pod.value("status", json::object()).value("hostIP", "");
+  if (path == "status.podIPs") return pod.value("status", json::object()).value("podIP", "");
+  if (path == "status.hostIPs") return pod.value("status", json::object()).value("hostIP", "");
+  for (const char* which : {"labels", "annotations"}) {
+    std::string prefix = std::string("metadata.") + which + "['";
+    if (starts_with(path, prefix) && ends_with(path, "']")) {
+      return label_lookup(m.value(which, json::object()), path.substr(prefix.size(), path.size() - prefix.size() - 2));
+    }
+  }
+  if (path == "metadata.labels" || path == "metadata.annotations") {
+    std::string out;
+    const json map = m.value(path.substr(9), json::object());
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      out += it.key() + "=" + json(it.value()).dump() + "\n";
+    }
+    return out;
+  }
+  throw std::runtime_error("unsupported fieldRef path " + path);
+}
+
+std::string resource_ref(const json& container, const json& ref) {
+  std::string res = ref.value("resource", "");
+  const json resources = container.value("resources", json::object());
+  auto dot = res.find('.');
+  std::string kind = res.substr(0, dot), name = dot == std::string::npos ? "" : res.substr(dot + 1);
+  const json* v = json_path(resources, kind + "." + name);
+  if (v && v->is_string()) return *v;
+  if (v && v->is_number()) return v->dump();
+  if (name == "cpu") return "2";
+  if (name == "memory") return "8589934592";
+  return "0";
+}
+
+ObjPtr lookup(Api& api, const std::string& key, const std::string& ns, const std::string& name) {
+  std::lock_guard<std::recursive_mutex> lock(api.store().mu());
+  return api.store().get(key, ns, name);
+}
+
+std::string data_value(const json& obj, bool secret, const std::string& key, bool& found) {
+  found = false;
+  const json data = obj.value("data", json::object());
+  if (data.contains(key) && data[key].is_string()) {
+    found = true;
+    return secret ? base64_decode(data[key]) : data[key].get<std::string>();
+  }
+  if (!secret) {
+    const json bin = obj.value("binaryData", json::object());
+    if (bin.contains(key) && bin[key].is_string()) {
+      found = true;
+      return base64_decode(bin[key]);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string expand_vars(const std::string& s, const std::map<std::string, std::string>& vars) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '$' && i + 1 < s.size()) {
+      if (s[i + 1] == '$') {
+        out += '$';
+        ++i;
+        continue;
+      }
+      if (s[i + 1] == '(') {
+        auto close = s.find(')', i + 2);
+        if (close != std::string::npos) {
+          std::string name = s.substr(i + 2, close - i - 2);
+          auto it = vars.find(name);
+          if (it != vars.end()) {
+            out += it->second;
+          } else {
+            out += s.substr(i, close - i + 1);
+          }
+          i = close;
+          continue;
+        }
+      }
+    }
+    out += s[i];
+  }
+  return out;
+}
+
+EnvList container_env(const PodEnvContext& ctx, const json& container) {
+  const std::string ns = ctx.pod["metadata"].value("namespace", "");
+  EnvList out;
+  std::map<std::string, std::string> vars;
+  auto set = [&](const std::string& k, const std::string& v) {
+    for (auto& kv : out) {
+      if (kv.first == k) {
+        kv.second = v;
+        vars[k] = v;
+        return;
+      }
+    }
+    out.emplace_back(k, v);
+    vars[k] = v;
+  };
+  for (const auto& from : container.value("envFrom", json::array())) {
+    std::string prefix = from.value("prefix", "");
+    for (const char* which : {"configMapRef", "secretRef"}) {
+      if (!from.contains(which)) continue;
+      bool secret = std::string(which) == "secretRef";
+      const json& ref = from[which];
+      std::string name = ref.value("name", "");
+      ObjPtr obj = lookup(ctx.api, secret ? "secrets" : "configmaps", ns, name);
+      if (!obj) {
+        if (ref.value("optional", false)) continue;
+        throw std::runtime_error(std::string(secret ? "secret" : "configmap") + " \"" + name + "\" not found");
+      }
+      const json data = obj->value("data", json::object());
+      for (auto it = data.begin(); it != data.end(); ++it) {
+        bool found = false;
+        std::string v = data_value(*obj, secret, it.key(), found);
+        set(prefix + it.key(), v);
+      }
+    }
+  }
+  for (const auto& e : container.value("env", json::array())) {
+    std::string name = e.value("name", "");
+    if (e.contains("valueFrom") && e["valueFrom"].is_object()) {
+      const json& vf = e["valueFrom"];
+      if (vf.contains("fieldRef")) {
+        set(name, field_ref(ctx.pod, vf["fieldRef"].value("fieldPath", "")));
+      } else if (vf.contains("resourceFieldRef")) {
+        set(name, resource_ref(container, vf["resourceFieldRef"]));
+      } else {
+        for (const char* which : {"configMapKeyRef", "secretKeyRef"}) {
+          if (!vf.contains(which)) continue;
+          bool secret = std::string(which) == "secretKeyRef";
+          const json& ref = vf[which];
+          std::string obj_name = ref.value("name", "");
+          std::string key = ref.value("key", "");
+          bool optional = ref.value("optional", false);
+          ObjPtr obj = lookup(ctx.api, secret ? "secrets" : "configmaps", ns, obj_name);
+          if (!obj) {
+            if (optional) break;
+            throw std::runtime_error(std::string(secret ? "secret" : "configmap") + " \"" + obj_name + "\" not found");
+          }
+          bool found = false;
+          std::string v = data_value(*obj, secret, key, found);
+          if (!found) {
+            if (optional) break;
+            throw std::runtime_error("couldn't find key " + key + " in " + (secret ? "Secret " : "ConfigMap ") + ns +
+                                     "/" + obj_name);
+          }
+          set(name, v);
+        }
+      }
+    } else {
+      set(name, expand_vars(e.value("value", ""), vars));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+bool host_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.'; }
+
+bool pod_usable(const json& p) {
+  const json st = p.value("status", json::object());
+  std::string phase = st.value("phase", "");
+  if (phase == "Succeeded" || phase == "Failed") return false;
+  const json* dt = json_path(p, "metadata.deletionTimestamp");
+  if (dt && !dt->is_null()) return false;
+  return !st.value("podIP", "").empty();
+}
+
+// The address for a .svc host name (labels before ".svc"), or "" if none yet.
+std::string resolve(Api& api, const std::vector<std::string>& labels) {
+  std::lock_guard<std::recursive_mutex> lock(api.store().mu());
+  Store& store = api.store();
+  if (labels.size() == 2) {
+    const std::string& svc = labels[0];
+    const std::string& ns = labels[1];
+    if (svc == "kubernetes" && ns == "default") return api.config().server_host;
+    ObjPtr s = store.get("services", ns, svc);
+    if (!s) return "";
+    const json sel = (*s)["spec"].value("selector", json::object());
+    if (!sel.is_object() || sel.empty()) return "";
+    for (const auto& p : store.list("pods", ns)) {
+      const json labels_of = (*p)["metadata"].value("labels", json::object());
+      bool match = true;
+      for (auto it = sel.begin(); it != sel.end() && match; ++it) {
+        match = labels_of.contains(it.key()) && labels_of[it.key()] == it.value();
+      }
+      if (match && pod_usable(*p)) return (*p)["status"]["podIP"];
+    }
+    return "";
+  }
+  if (labels.size() == 3) {
+    for (const auto& p : store.list("pods", labels[2])) {
+      const json spec = (*p).value("spec", json::object());
+      if (spec.value("hostname", "") == labels[0] && spec.value("subdomain", "") == labels[1] && pod_usable(*p)) {
+        return (*p)["status"]["podIP"];
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+bool rewrite_service_names(Api& api, const std::string& pod_ns, std::string& value) {
+  (void)pod_ns;
+  bool all = true;
+  std::string out;
+  std::size_t i = 0;
+  while (i < value.size()) {
+    if (!host_char(value[i])) {
+      out += value[i++];
+      continue;
+    }
+    std::size_t j = i;
+    while (j < value.size() && host_char(value[j])) ++j;
+    std::string host = value.substr(i, j - i);
+    std::string base;
+    if (ends_with(host, ".svc.cluster.local")) base = host.substr(0, host.size() - 18);
+    else if (ends_with(host, ".svc")) base = host.substr(0, host.size() - 4);
+    if (!base.empty()) {
+      std::vector<std::string> labels = split(to_lower(base), '.');
+      std::string addr = (labels.size() == 2 || labels.size() == 3) ? resolve(api, labels) : "";
+      if (addr.empty()) {
+        all = false;
+        out += host;
+      } else {
+        out += addr;
+      }
+    } else {
+      out += host;
+    }
+    i = j;
+  }
+  value = out;
+  return all;
+}
+
+}  // namespace kubesim
