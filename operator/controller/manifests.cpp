@@ -80,13 +80,15 @@ json pod(const JobContext& job, const std::string& name, const RunConfig& run, i
   container["securityContext"] = container_security();
   container["terminationMessagePolicy"] = "FallbackToLogsOnError";
   json env = common_env(job, run, attempt, role);
-  for (const auto& e : get_or(tmpl, "env", json::array())) env.push_back(e);
+  const json template_env = get_or(tmpl, "env", json::array());
+  for (const auto& e : template_env) env.push_back(e);
   if (container.contains("env")) {
     for (const auto& e : container["env"]) env.push_back(e);
   }
   container["env"] = env;
   json meta = metadata(job, name, role, run.index, attempt, role);
-  for (const auto& [k, v] : get_or(tmpl, "labels", json::object()).items()) meta["labels"].emplace(k, v);
+  const json pod_labels = get_or(tmpl, "labels", json::object());  // named: items() must not outlive it
+  for (const auto& [k, v] : pod_labels.items()) meta["labels"].emplace(k, v);
   if (tmpl.contains("annotations")) meta["annotations"] = tmpl["annotations"];
   json spec = {{"restartPolicy", "Never"},
                {"automountServiceAccountToken", needs_api_token},
