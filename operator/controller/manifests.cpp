@@ -1,5 +1,6 @@
 #include "operator/controller/manifests.hpp"
 
+#include "operator/controller/json_access.hpp"
 #include "operator/controller/naming.hpp"
 
 namespace trainbench::op {
@@ -9,11 +10,6 @@ using nlohmann::json;
 
 constexpr const char* kDefaultImage = "trainbench/worker:0.1.0";
 constexpr int kDefaultMasterPort = 29500;
-
-json get_or(const json& j, const char* key, json fallback) {
-  if (j.is_object() && j.contains(key) && !j.at(key).is_null()) return j.at(key);
-  return fallback;
-}
 
 json metadata(const JobContext& job, const std::string& name, const std::string& component, int run = -1,
               int attempt = -1, const std::string& role = "") {

@@ -10,17 +10,13 @@
 #include "core/run_config.hpp"
 #include "core/spec.hpp"
 #include "operator/controller/manifests.hpp"
+#include "operator/controller/json_access.hpp"
 #include "operator/controller/naming.hpp"
 
 namespace trainbench::op {
 namespace {
 
 using nlohmann::json;
-
-json get_or(const json& j, const char* key, json fallback) {
-  if (j.is_object() && j.contains(key) && !j.at(key).is_null()) return j.at(key);
-  return fallback;
-}
 
 std::string str_or(const json& j, const char* key, const std::string& fallback = "") {
   const json v = get_or(j, key, fallback);
