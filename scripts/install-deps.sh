@@ -17,6 +17,7 @@ PKGS=(
   libvalijson-dev                   # CRD openAPIV3Schema validation in tests
   libgtest-dev libgmock-dev
   procps                            # pgrep/ps, used by the process-leak tests
+  curl jq                           # the operator e2e tests: kubesim admin API, audit log
 )
 # Optional extras: PyTorch's Python DDP for the side-by-side benchmarks.
 if [ "${TRAINBENCH_WITH_PYTHON:-0}" = "1" ]; then PKGS+=(python3-torch python3-torchvision); fi

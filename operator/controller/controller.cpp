@@ -1,5 +1,6 @@
 #include "operator/controller/controller.hpp"
 
+#include <algorithm>
 #include <iostream>
 #include <thread>
 
@@ -25,12 +26,6 @@ const kube::ResourceType& type_of(const std::string& resource) {
   return types.at(resource);
 }
 
-std::vector<json> items(const json& list) {
-  std::vector<json> out;
-  for (const auto& i : list.value("items", json::array())) out.push_back(i);
-  return out;
-}
-
 std::string managed_selector() { return std::string("app.kubernetes.io/managed-by=") + kManagedBy; }
 
 }  // namespace
@@ -38,9 +33,18 @@ std::string managed_selector() { return std::string("app.kubernetes.io/managed-b
 Controller::Controller(std::shared_ptr<const kube::Client> client, ControllerOptions options)
     : client_(std::move(client)), options_(std::move(options)) {
   kube::ReflectorHandlers job_handlers;
-  job_handlers.on_add = [this](const json& o) { queue_.add(kube::object_key(o)); };
-  job_handlers.on_update = [this](const json&, const json& o) { queue_.add(kube::object_key(o)); };
-  job_handlers.on_delete = [this](const json& o) { queue_.forget(kube::object_key(o)); };
+  auto job_changed = [this](const json& o) {
+    const std::string key = kube::object_key(o);
+    own_.observe_job(key, o["metadata"].value("resourceVersion", ""));
+    queue_.add(key);
+  };
+  job_handlers.on_add = job_changed;
+  job_handlers.on_update = [job_changed](const json&, const json& o) { job_changed(o); };
+  job_handlers.on_delete = [this](const json& o) {
+    const std::string key = kube::object_key(o);
+    queue_.forget(key);
+    own_.forget(key);
+  };
   job_handlers.on_error = [](const std::string& m) { std::cerr << "trainbench-operator: jobs watch: " << m << "\n"; };
   jobs_ = std::make_unique<kube::Reflector>(client_, kube::resources::benchmark_jobs(), options_.watch_namespace,
                                             kube::ReflectorOptions{}, job_handlers);
@@ -73,41 +77,78 @@ void Controller::enqueue_owner(const json& obj) {
   if (!job.empty()) queue_.add(md.value("namespace", "default") + "/" + job);
 }
 
-bool Controller::cached(const kube::Reflector& r, const std::string& ns, const std::string& name) const {
-  return r.cache()->get(ns, name).has_value();
+std::vector<json> Controller::job_objects(const kube::Reflector& r, const std::string& ns,
+                                         const std::string& job) const {
+  std::vector<json> out = r.cache()->list_matching({{kJobLabel, job}});
+  out.erase(std::remove_if(out.begin(), out.end(),
+                           [&](const json& o) { return o["metadata"].value("namespace", "") != ns; }),
+            out.end());
+  return out;
+}
+
+bool Controller::exists(const kube::Reflector& r, const std::string& key, const std::string& resource,
+                        const std::string& ns, const std::string& name, OwnWrites::Clock::time_point now) {
+  std::vector<json> have;
+  if (auto o = r.cache()->get(ns, name)) have.push_back(std::move(*o));
+  for (const auto& o : own_.overlay(key, resource, std::move(have), now)) {
+    if (o["metadata"].value("name", "") == name) return true;
+  }
+  return false;
 }
 
 void Controller::reconcile_key(const std::string& key) {
   const auto slash = key.find('/');
   const std::string ns = key.substr(0, slash), name = key.substr(slash + 1);
+  const auto now = OwnWrites::Clock::now();
+  // Everything is read from the informers' caches, with the operator's own recent writes laid
+  // over them (own_writes.hpp); the API is read only when the cache seems to have lost a write.
+  std::optional<json> job = jobs_->cache()->get(ns, name);
+  if (!job) {
+    own_.forget(key);
+    return;  // deleted: garbage collection removes what it owned
+  }
+  switch (own_.job_freshness(key, (*job)["metadata"].value("resourceVersion", ""), now)) {
+    case OwnWrites::Freshness::kCurrent:
+      break;
+    case OwnWrites::Freshness::kWaiting:
+      queue_.add_after(key, std::chrono::seconds(1));  // the watch event will usually come first
+      return;
+    case OwnWrites::Freshness::kExpired:
+      job = client_->try_get(kube::resources::benchmark_jobs(), ns, name);
+      if (!job) return;
+      break;
+  }
   Observed o;
-  auto job = client_->try_get(kube::resources::benchmark_jobs(), ns, name);
-  if (!job) return;  // deleted: garbage collection removes what it owned
-  o.job = *job;
-  kube::ListOptions by_job;
-  by_job.label_selector = std::string(kJobLabel) + "=" + name + "," + managed_selector();
-  o.pods = items(client_->list(kube::resources::pods(), ns, by_job));
-  o.configmaps = items(client_->list(kube::resources::config_maps(), ns, by_job));
-  o.services = services_->cache()->list_matching({{kJobLabel, name}});
-  o.services.erase(std::remove_if(o.services.begin(), o.services.end(),
-                                  [&](const json& s) { return s["metadata"].value("namespace", "") != ns; }),
-                   o.services.end());
-  o.reporter_service_account = cached(*accounts_, ns, reporter_name(name));
-  o.reporter_role = cached(*roles_, ns, reporter_name(name));
-  o.reporter_role_binding = cached(*bindings_, ns, reporter_name(name));
+  o.job = std::move(*job);
+  o.pods = own_.overlay(key, "pods", job_objects(*pods_, ns, name), now);
+  o.configmaps = own_.overlay(key, "configmaps", job_objects(*configmaps_, ns, name), now);
+  o.services = own_.overlay(key, "services", job_objects(*services_, ns, name), now);
+  o.reporter_service_account = exists(*accounts_, key, "serviceaccounts", ns, reporter_name(name), now);
+  o.reporter_role = exists(*roles_, key, "roles", ns, reporter_name(name), now);
+  o.reporter_role_binding = exists(*bindings_, key, "rolebindings", ns, reporter_name(name), now);
   o.now = Clock::now();
   const Decision d = reconcile(o);
-  for (const auto& a : d.actions) execute(ns, a);
+  const std::string version = o.job["metadata"].value("resourceVersion", "");
+  try {
+    for (const auto& a : d.actions) execute(key, ns, version, a);
+  } catch (const kube::ConflictError&) {
+    // The job changed since this reconcile read it (its status write carries the version it
+    // read): decide again on the new one.
+    queue_.add_rate_limited(key);
+    return;
+  }
   queue_.forget(key);
   if (d.requeue_after) queue_.add_after(key, *d.requeue_after);
 }
 
-void Controller::execute(const std::string& ns, const Action& a) {
+void Controller::execute(const std::string& key, const std::string& ns, const std::string& job_version,
+                         const Action& a) {
   const kube::ResourceType& type = type_of(a.resource);
+  const auto now = OwnWrites::Clock::now();
   switch (a.verb) {
     case Action::Verb::Create:
       try {
-        client_->create(type, ns, a.body);
+        own_.created(key, a.resource, client_->create(type, ns, a.body), now);
       } catch (const kube::ConflictError&) {
         // AlreadyExists: an earlier reconcile or operator made it (names are deterministic).
       }
@@ -117,12 +158,17 @@ void Controller::execute(const std::string& ns, const Action& a) {
         kube::DeleteOptions opts;
         opts.propagation_policy = "Background";
         client_->remove(type, ns, a.name, opts);
+        own_.deleted(key, a.resource, a.name, now);
       } catch (const kube::NotFoundError&) {
       }
       return;
     case Action::Verb::PatchStatus:
       try {
-        client_->patch_status(type, ns, a.name, a.body);
+        json patch = a.body;
+        // Optimistic concurrency: the status is written only onto the version it was computed from.
+        if (!job_version.empty()) patch["metadata"]["resourceVersion"] = job_version;
+        const json written = client_->patch_status(type, ns, a.name, patch);
+        own_.wrote_status(key, written["metadata"].value("resourceVersion", ""), now);
       } catch (const kube::NotFoundError&) {
       }
       return;
@@ -141,7 +187,8 @@ void Controller::run(const std::atomic<bool>& stop) {
                   bindings_.get()}) {
     r->start();
   }
-  for (auto* r : {services_.get(), accounts_.get(), roles_.get(), bindings_.get(), jobs_.get()}) {
+  for (auto* r : {pods_.get(), configmaps_.get(), services_.get(), accounts_.get(), roles_.get(), bindings_.get(),
+                  jobs_.get()}) {
     while (!stop && !r->wait_for_sync(std::chrono::milliseconds(200))) {
     }
   }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "operator/controller/own_writes.hpp"
 #include "operator/controller/reconciler.hpp"
 #include "operator/controller/work_queue.hpp"
 #include "operator/kube/client.hpp"
@@ -19,8 +20,11 @@ struct ControllerOptions {
 
 /// The operator's control loop: reflectors (list + watch) on BenchmarkJobs and on everything the
 /// operator creates feed a rate-limited work queue keyed by namespace/name; workers take keys,
-/// read the job, its pods and result ConfigMaps fresh from the API, call reconcile() and carry
-/// out its actions. Level-triggered: a missed event only delays work, it never loses it.
+/// read the job and everything it owns from the informers' caches (with the operator's own
+/// recent writes laid over them, own_writes.hpp), call reconcile() and carry out its actions.
+/// A reconcile makes no read request in the steady state; status is written with the
+/// resourceVersion it was computed from (409 -> decide again). Level-triggered: a missed event
+/// only delays work, it never loses it.
 class Controller {
  public:
   Controller(std::shared_ptr<const kube::Client> client, ControllerOptions options);
@@ -36,12 +40,16 @@ class Controller {
 
  private:
   void enqueue_owner(const nlohmann::json& obj);
-  void execute(const std::string& ns, const Action& action);
-  bool cached(const kube::Reflector& r, const std::string& ns, const std::string& name) const;
+  void execute(const std::string& key, const std::string& ns, const std::string& job_version, const Action& action);
+  /// The reflector's objects labelled with this job, in its namespace.
+  std::vector<nlohmann::json> job_objects(const kube::Reflector& r, const std::string& ns, const std::string& job) const;
+  bool exists(const kube::Reflector& r, const std::string& key, const std::string& resource, const std::string& ns,
+              const std::string& name, OwnWrites::Clock::time_point now);
 
   std::shared_ptr<const kube::Client> client_;
   ControllerOptions options_;
   WorkQueue queue_;
+  OwnWrites own_;
   std::unique_ptr<kube::Reflector> jobs_, pods_, configmaps_, services_, accounts_, roles_, bindings_;
 };
 

@@ -640,6 +640,10 @@ struct Kubelet::Impl {
       if (!sa_dir.empty()) put("TRAINBENCH_SERVICEACCOUNT_DIR", sa_dir);
       const std::string term_path = run->containers[idx].term_path;
       put("TRAINBENCH_TERMINATION_LOG", term_path);
+      if (!opts.podnet_library.empty()) {
+        put("LD_PRELOAD", opts.podnet_library);
+        put("KUBESIM_POD_IP", run->ip);
+      }
       for (const auto& kv : env) put(kv.first, kv.second);
       std::map<std::string, std::string> vars(env.begin(), env.end());
       std::vector<std::string> argv;

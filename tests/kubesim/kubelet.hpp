@@ -29,6 +29,9 @@ struct KubeletOptions {
   std::string dir;              ///< per-pod directories go under DIR/pods
   double max_grace_s = 3;       ///< SIGTERM -> SIGKILL wait is min(grace, this)
   double dns_wait_s = 60;       ///< how long a pod waits for its env's <svc>.<ns>.svc names to resolve
+  /// The pod network shim (podnet_shim.cpp) preloaded into every container with KUBESIM_POD_IP:
+  /// wildcard binds land on the pod IP, as in a pod's own network namespace. "" disables it.
+  std::string podnet_library;
   std::vector<std::string> passthrough_env = {"PATH", "LD_LIBRARY_PATH", "TMPDIR", "LANG", "LC_ALL",
                                               "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"};
 };

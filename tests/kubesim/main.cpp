@@ -1,7 +1,7 @@
 // kubesim: an API-server emulator with a kubelet simulator, for testing without a cluster.
 //
 //   kubesim --listen 127.0.0.1:0 --dir DIR [--kubelet process|fake|none] [--node NAME[:k=v,...]]...
-//           [--bookmark-interval SECONDS] [--max-grace SECONDS] [--dns-wait SECONDS]
+//           [--bookmark-interval SECONDS] [--max-grace SECONDS] [--dns-wait SECONDS] [--podnet-lib PATH]
 //           [--watch-history EVENTS] [--no-aggregated-discovery]
 //
 // Writes DIR/{ca.crt,ca.key,server.crt,server.key,kubeconfig,admin-token,audit.log}, prints
@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <iostream>
 #include <memory>
 
@@ -34,6 +35,7 @@ namespace {
                "kubesim: %s\n"
                "usage: kubesim --listen HOST:PORT --dir DIR [--kubelet process|fake|none] [--node NAME[:k=v,...]]...\n"
                "               [--bookmark-interval SECONDS] [--max-grace SECONDS] [--dns-wait SECONDS]\n"
+               "               [--podnet-lib PATH]\n"
                "               [--watch-history EVENTS] [--no-aggregated-discovery]\n",
                why.c_str());
   std::exit(2);
@@ -83,6 +85,7 @@ int main(int argc, char** argv) {
   KubeletOptions kopts;
   ServerOptions sopts;
   std::size_t history = 20000;
+  std::optional<std::string> podnet;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -104,6 +107,7 @@ int main(int argc, char** argv) {
       else if (a == "--dns-wait") kopts.dns_wait_s = std::stod(value());
       else if (a == "--watch-history") history = std::stoul(value());
       else if (a == "--no-aggregated-discovery") sopts.aggregated_discovery = false;
+      else if (a == "--podnet-lib") podnet = value();
       else if (a == "--help" || a == "-h") usage("help");
       else usage("unknown argument " + a);
     } catch (const std::invalid_argument&) {
@@ -112,6 +116,15 @@ int main(int argc, char** argv) {
   }
   if (dir.empty()) usage("--dir is required");
   if (kopts.nodes.empty()) kopts.nodes.push_back({"node-1", {}});
+  // The pod network shim: built next to this binary; --podnet-lib "" turns it off.
+  if (podnet) {
+    kopts.podnet_library = *podnet;
+  } else {
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    const auto shim = self.parent_path() / "libkubesim_podnet.so";
+    if (!ec && std::filesystem::exists(shim, ec)) kopts.podnet_library = shim.string();
+  }
 
   // Signals: SIGTERM/SIGINT are taken by sigwait below; every thread inherits the mask.
   sigset_t stop_signals;

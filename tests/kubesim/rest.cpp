@@ -142,6 +142,8 @@ void ApiServer::serve_resource(Ctx& c, const ResourceType& t) {
       return;
     }
     Result r = api_.create(t, info.ns, parse_body(req), c.user, write_options(req));
+    // The audit record names the created object, as the real server's objectRef does.
+    if (r.object.is_object() && r.object.contains("metadata")) c.info.name = r.object["metadata"].value("name", "");
     send_json(c, r.code, r.object, warning_headers(r.warnings));
   } else if (verb == "update") {
     Result r = api_.update(t, info.ns, info.name, info.subresource, parse_body(req), c.user, write_options(req));

@@ -2,7 +2,9 @@
 # simulator running pods as local processes), the CRD applied with the real kubectl, and the
 # real trainbench-operator running against it with a kubeconfig, as on a cluster.
 # Needs: KUBESIM, OPERATOR, BIN_DIRS (dirs with trainbench and trainbench-worker), CRD.
+# Optional: KUBECTL (the kubectl binary to use; default: kubectl on PATH).
 set -euo pipefail
+KUBECTL=${KUBECTL:-kubectl}
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tb-e2e.XXXXXX")
 export HOME="$WORK/home" KUBECACHEDIR="$WORK/kubecache"
@@ -37,9 +39,46 @@ start_kubesim() {
   done
   grep -q "kubesim ready" "$WORK/kubesim.out" || fail "kubesim did not start: $(cat "$WORK/kubesim.log")"
   export KUBECONFIG="$WORK/sim/kubeconfig"
+  SIM_URL=$(sed -n 's/^kubesim ready //p' "$WORK/kubesim.out")
 }
 
-kc() { kubectl --request-timeout=20s "$@"; }
+kc() { "$KUBECTL" --request-timeout=20s "$@"; }
+
+# kubesim's admin API (tests/kubesim/README.md): sim_admin METHOD PATH
+sim_admin() {
+  curl -sS --fail --cacert "$WORK/sim/ca.crt" -H "Authorization: Bearer $(cat "$WORK/sim/admin-token")" \
+    -X "$1" "$SIM_URL$2"
+}
+# kill_pod NAME [SIGNAL]: the pod's containers get the signal, as a node would kill them.
+kill_pod() { sim_admin POST "/kubesim/v1/namespaces/default/pods/$1/kill?signal=${2:-9}" >/dev/null; }
+# Processes kubesim's kubelet still runs for pods.
+running_containers() { sim_admin GET /kubesim/v1/stats | jq -r '.kubelet.runningContainers'; }
+# Pod names the API server created (201), one line each, from kubesim's audit log.
+pods_created() { jq -r 'select(.verb == "create" and .resource == "pods" and .code == 201) | .name' "$WORK/sim/audit.log"; }
+no_containers_running() { [ "$(running_containers)" = 0 ]; }
+pod_gone() { ! kc get pod "$1" >/dev/null 2>&1; }
+no_pods_of() { [ -z "$(kc get pods -l "trainbench.dev/job=$1" -o name)" ]; }
+pod_phase() { kc get pod "$1" -o jsonpath='{.status.phase}'; }
+
+# start_cluster [KUBESIM ARGS]: kubesim, the CRD applied with kubectl, and the operator.
+start_cluster() {
+  start_kubesim "$@"
+  kc apply -f "$CRD" >/dev/null
+  wait_for 20 kc get bj || fail "the CRD did not appear in discovery"
+  start_operator
+}
+
+# mlp_job NAME MEASURE_STEPS RUN_POLICY SWEEP_ENTRY...: a small MLP BenchmarkJob (YAML on stdout).
+mlp_job() {
+  local name=$1 steps=$2 policy=$3 entry
+  shift 3
+  printf '%s\n' "apiVersion: trainbench.dev/v1alpha1" "kind: BenchmarkJob" "metadata: {name: $name}" "spec:" \
+    "  benchmark:" "    model: mlp" "    mlp: {inputSize: 64, hiddenSizes: [64], numClasses: 10}" \
+    "    batchSizePerDevice: 8" "    warmupSteps: 2" "    measureSteps: $steps" "    repeats: 2" \
+    "    threadsPerProcess: 1" "  sweep:"
+  for entry in "$@"; do echo "    - $entry"; done
+  printf '%s\n' "  masterPort: 29500" "  template: {image: trainbench/worker:0.1.0}" "  runPolicy: $policy"
+}
 
 start_operator() {
   "$OPERATOR" --kubeconfig "$KUBECONFIG" "$@" >>"$WORK/operator.log" 2>&1 &

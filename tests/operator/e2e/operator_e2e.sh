@@ -6,10 +6,7 @@
 # invalid job gets Invalid naming the field.
 source "$(dirname "$0")/lib.sh"
 
-start_kubesim
-kc apply -f "$CRD" >/dev/null
-wait_for 20 kc get bj || fail "the CRD did not appear in discovery"
-start_operator
+start_cluster
 
 kc apply -f "$EXAMPLE" >/dev/null
 JOB=operator-mlp
@@ -48,7 +45,7 @@ kc get bj "$JOB" -o jsonpath='{.status.conditions[?(@.type=="Succeeded")].status
 kc get events --field-selector involvedObject.name=$JOB -o jsonpath='{.items[*].reason}' | grep -q RunSucceeded || fail "events"
 
 # cleanPodPolicy All: no pod of the finished job is left.
-wait_for 30 sh -c "[ -z \"\$(kubectl get pods -l trainbench.dev/job=$JOB -o name)\" ]" || fail "pods left: $(kc get pods -l trainbench.dev/job=$JOB -o name)"
+wait_for 30 no_pods_of "$JOB" || fail "pods left: $(kc get pods -l trainbench.dev/job=$JOB -o name)"
 
 # An invalid job: Invalid condition with the field path, and no pods.
 sed -e "s/name: operator-mlp/name: bad-job/" -e "s/devicesPerNode: 2}/devicesPerNode: 0}/" "$EXAMPLE" >"$WORK/bad.yaml"
@@ -68,5 +65,5 @@ sed -e "s/name: operator-mlp/name: long-job/" -e "s/measureSteps: 10/measureStep
 kc apply -f "$WORK/long.yaml" >/dev/null
 wait_for 60 kc get pod long-job-r0-a0-master || fail "long job's pods not created"
 kc delete bj long-job --wait=false >/dev/null
-wait_for 60 sh -c '[ -z "$(kubectl get pods -l trainbench.dev/job=long-job -o name)" ]' || fail "pods of a deleted job remain"
+wait_for 60 no_pods_of long-job || fail "pods of a deleted job remain"
 echo "PASS operator_e2e"

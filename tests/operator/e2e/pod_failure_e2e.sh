@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# A worker pod killed mid-run (SIGKILL, as an OOM kill or a lost node would) fails its run; the
+# run is restarted as a whole (every pod of the attempt goes, a new attempt starts); killed
+# again after backoffLimit restarts, the job is Failed with the pod's exit code, and nothing of
+# the job is left running.
+source "$(dirname "$0")/lib.sh"
+
+start_cluster
+JOB=flaky
+mlp_job "$JOB" 10000000 "{backoffLimit: 1, collectiveTimeoutSeconds: 30, schedulingTimeoutSeconds: 120}" \
+  "{nodes: 2, devicesPerNode: 1}" | kc apply -f - >/dev/null
+
+run_phase_is() { [ "$(kc get bj "$JOB" -o jsonpath='{.status.runs[0].phase}')" = "$1" ]; }
+all_running() {
+  for p in "$@"; do [ "$(pod_phase "$p")" = Running ] || return 1; done
+}
+a0=("$JOB-r0-a0-master" "$JOB-r0-a0-trainer-0" "$JOB-r0-a0-trainer-1")
+a1=("$JOB-r0-a1-master" "$JOB-r0-a1-trainer-0" "$JOB-r0-a1-trainer-1")
+
+wait_for 120 all_running "${a0[@]}" || fail "attempt 0 not running: $(kc get pods -o wide)"
+wait_for 60 run_phase_is Running || fail "run not Running: $(kc get bj $JOB -o jsonpath='{.status.runs[0]}')"
+sleep 2  # training steps under way
+
+# 1. Kill one worker: the whole run restarts.
+kill_pod "$JOB-r0-a0-trainer-1" 9
+wait_for 60 all_running "${a1[@]}" || fail "attempt 1 did not start: $(kc get bj $JOB -o jsonpath='{.status.runs[0]}')"
+[ "$(kc get bj "$JOB" -o jsonpath='{.status.runs[0].restarts}')" = 1 ] || fail "restarts != 1"
+msg=$(kc get bj "$JOB" -o jsonpath='{.status.runs[0].message}')
+grep -q "$JOB-r0-a0-trainer-1" <<<"$msg" || fail "restart message does not name the pod: $msg"
+grep -q "exited with code 137" <<<"$msg" || fail "restart message has no exit code: $msg"
+for p in "${a0[@]}"; do
+  wait_for 30 pod_gone "$p" || fail "pod $p of the failed attempt is still there"
+done
+kc get events --field-selector "involvedObject.name=$JOB" -o jsonpath='{.items[*].reason}' | grep -q RunRestarted ||
+  fail "no RunRestarted event"
+
+# 2. Kill again after backoffLimit (1) restarts: the job fails, naming the pod and exit code.
+sleep 2
+kill_pod "$JOB-r0-a1-trainer-0" 9
+wait_for 60 phase_is "$JOB" Failed || fail "job not Failed: $(kc get bj $JOB -o jsonpath='{.status}')"
+reason=$(kc get bj "$JOB" -o jsonpath='{.status.conditions[?(@.type=="Failed")].reason}')
+[ "$reason" = BackoffLimitExceeded ] || fail "Failed reason: $reason"
+msg=$(kc get bj "$JOB" -o jsonpath='{.status.conditions[?(@.type=="Failed")].message}')
+grep -q "$JOB-r0-a1-trainer-0" <<<"$msg" && grep -q "exited with code 137" <<<"$msg" || fail "Failed message: $msg"
+[ "$(kc get bj "$JOB" -o jsonpath='{.status.runs[0].phase}')" = Failed ] || fail "run not Failed"
+kc get bj "$JOB" | grep -q Failed || fail "kubectl get bj does not show Failed"
+
+# Nothing left: no pod of the job, no process of any pod (the master and the surviving worker
+# of each attempt were stopped too).
+wait_for 30 no_pods_of "$JOB" || fail "pods left: $(kc get pods -o name)"
+wait_for 30 no_containers_running || fail "processes left running: $(sim_admin GET /kubesim/v1/stats)"
+# Exactly the pods of two attempts were ever created.
+[ "$(pods_created | sort | tr '\n' ' ')" = "$(printf '%s\n' "${a0[@]}" "${a1[@]}" | sort | tr '\n' ' ')" ] ||
+  fail "pods created: $(pods_created | tr '\n' ' ')"
+echo "PASS pod_failure_e2e"
