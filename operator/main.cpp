@@ -6,10 +6,12 @@
 //
 // Without --kubeconfig: $KUBECONFIG, else the in-cluster service account, else ~/.kube/config.
 // SIGTERM / SIGINT: stop taking work, finish the reconciles in flight, release the lease, exit 0.
+#include <malloc.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 #include <random>
 #include <string>
@@ -32,8 +34,8 @@ struct Flags {
   std::string kubeconfig, context, watch_namespace, lease_namespace, lease_name = "trainbench-operator";
   bool leader_elect = true;
   int workers = 2;
-  double qps = 20;
-  int burst = 30;
+  double qps = 50;
+  int burst = 200;
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -108,6 +110,10 @@ std::string identity() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Dozens of mostly idle threads (informers, cpprestsdk's pool): glibc would give many of them
+  // an arena of their own, each holding on to freed memory. Two arenas keep the footprint flat
+  // (measured in docs/performance.md); MALLOC_ARENA_MAX in the environment still wins.
+  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 2);
   const Flags flags = parse(argc, argv);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGINT, on_signal);

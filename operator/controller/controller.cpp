@@ -4,6 +4,7 @@
 #include <iostream>
 #include <thread>
 
+#include "operator/controller/cache_transforms.hpp"
 #include "operator/controller/naming.hpp"
 #include "operator/kube/errors.hpp"
 
@@ -49,7 +50,7 @@ Controller::Controller(std::shared_ptr<const kube::Client> client, ControllerOpt
   jobs_ = std::make_unique<kube::Reflector>(client_, kube::resources::benchmark_jobs(), options_.watch_namespace,
                                             kube::ReflectorOptions{}, job_handlers);
 
-  auto owned = [this](const kube::ResourceType& type) {
+  auto owned = [this](const kube::ResourceType& type, std::function<json(json)> transform) {
     kube::ReflectorHandlers h;
     h.on_add = [this](const json& o) { enqueue_owner(o); };
     h.on_update = [this](const json&, const json& o) { enqueue_owner(o); };
@@ -59,14 +60,15 @@ Controller::Controller(std::shared_ptr<const kube::Client> client, ControllerOpt
     };
     kube::ReflectorOptions ro;
     ro.label_selector = managed_selector();
+    ro.transform = std::move(transform);  // the caches keep only what reconcile reads
     return std::make_unique<kube::Reflector>(client_, type, options_.watch_namespace, ro, h);
   };
-  pods_ = owned(kube::resources::pods());
-  configmaps_ = owned(kube::resources::config_maps());
-  services_ = owned(kube::resources::services());
-  accounts_ = owned(kube::resources::service_accounts());
-  roles_ = owned(kube::resources::roles());
-  bindings_ = owned(kube::resources::role_bindings());
+  pods_ = owned(kube::resources::pods(), slim_pod);
+  configmaps_ = owned(kube::resources::config_maps(), slim_config_map);
+  services_ = owned(kube::resources::services(), slim_object);
+  accounts_ = owned(kube::resources::service_accounts(), slim_object);
+  roles_ = owned(kube::resources::roles(), slim_object);
+  bindings_ = owned(kube::resources::role_bindings(), slim_object);
 }
 
 Controller::~Controller() { queue_.shut_down(); }
@@ -148,7 +150,12 @@ void Controller::execute(const std::string& key, const std::string& ns, const st
   switch (a.verb) {
     case Action::Verb::Create:
       try {
-        own_.created(key, a.resource, client_->create(type, ns, a.body), now);
+        json made = client_->create(type, ns, a.body);
+        own_.created(key, a.resource,
+                     a.resource == "pods" ? slim_pod(std::move(made))
+                     : a.resource == "configmaps" ? slim_config_map(std::move(made))
+                                                  : slim_object(std::move(made)),
+                     now);
       } catch (const kube::ConflictError&) {
         // AlreadyExists: an earlier reconcile or operator made it (names are deterministic).
       }

@@ -122,7 +122,8 @@ void Reflector::list_and_replace() {
       if (!item.contains("kind")) item["kind"] = type_.kind;
     }
     std::string key = object_key(item);
-    if (!key.empty()) fresh.emplace(std::move(key), std::move(item));
+    if (key.empty()) continue;
+    fresh.emplace(std::move(key), options_.transform ? options_.transform(std::move(item)) : std::move(item));
   }
   std::string rv;
   if (list.contains("metadata")) rv = resource_version_of(list);
@@ -188,6 +189,7 @@ bool Reflector::watch_once(int timeout_seconds, bool& got_events) {
       report("reflector " + type_.plural + ": event without metadata.name ignored");
       continue;
     }
+    if (options_.transform) ev.object = options_.transform(std::move(ev.object));
     if (ev.type == WatchEventType::kDeleted) {
       cache_->erase(key);
       set_resource_version(rv);

@@ -58,6 +58,10 @@ struct ReflectorOptions {
   int min_watch_timeout_seconds = 300;
   BackoffPolicy backoff;  ///< between failed attempts
   std::uint64_t seed = 0;  ///< for jitter and timeouts; 0: random
+  /// Applied to every object before it is cached and handed to the handlers (client-go's
+  /// SetTransform): drop what the consumer never reads, to keep the cache small. Must keep
+  /// metadata.name, metadata.namespace and metadata.resourceVersion.
+  std::function<nlohmann::json(nlohmann::json)> transform;
 };
 
 class Reflector {

@@ -1,0 +1,21 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+namespace trainbench::op {
+
+/// What the operator's informers keep of each object (kube::ReflectorOptions::transform): only
+/// the fields reconcile() reads, so that the caches of thousands of pods stay small. A pod's
+/// spec (containers, the RunConfig in its env, the merged template) is most of its size and is
+/// never read back.
+
+/// metadata: name, namespace, uid, resourceVersion, generation, labels, deletionTimestamp.
+nlohmann::json slim_metadata(const nlohmann::json& object);
+/// Metadata plus status (phase, reason, message, conditions, containerStatuses' name and state).
+nlohmann::json slim_pod(nlohmann::json pod);
+/// Metadata plus data (the result ConfigMaps' data.result).
+nlohmann::json slim_config_map(nlohmann::json config_map);
+/// Metadata only (services, serviceaccounts, roles, rolebindings: reconcile checks existence).
+nlohmann::json slim_object(nlohmann::json object);
+
+}  // namespace trainbench::op
