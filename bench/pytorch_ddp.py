@@ -89,7 +89,10 @@ def worker(rank, args, port):
     if args.ddp:
         gathered = [None] * args.world_size
         dist.all_gather_object(gathered, times)
-        dist.destroy_process_group()
+        # No destroy_process_group(): in torch 1.13, ~ProcessGroupGloo sometimes deadlocks joining
+        # its worker thread while another thread waits for the GIL (seen twice here, a rank
+        # spinning forever after the run). A barrier, then each rank exits without teardown.
+        dist.barrier()
     else:
         gathered = [times]
     if rank == 0:
@@ -102,6 +105,9 @@ def worker(rank, args, port):
                "worldSize": args.world_size, "batch": args.batch, "threads": args.threads,
                "secPerIter": dict(zip(["p50", "p75", "p90", "p95"], [float(v) for v in med]))}
         print(json.dumps(out))
+    if args.ddp:
+        sys.stdout.flush()
+        os._exit(0)
 
 
 def free_port():

@@ -169,6 +169,15 @@ void Controller::execute(const std::string& key, const std::string& ns, const st
       } catch (const kube::NotFoundError&) {
       }
       return;
+    case Action::Verb::DeleteCollection: {
+      kube::DeleteOptions opts;
+      opts.propagation_policy = "Background";
+      kube::ListOptions which;
+      which.label_selector = a.label_selector;
+      client_->remove_collection(type, ns, which, opts);
+      for (const auto& name : a.names) own_.deleted(key, a.resource, name, now);
+      return;
+    }
     case Action::Verb::PatchStatus:
       try {
         json patch = a.body;

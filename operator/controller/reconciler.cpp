@@ -164,7 +164,7 @@ class Reconcile {
     status_["phase"] = "Invalid";
     set_condition(status_, condition("Invalid", true, "InvalidSpec", why, now_, generation_));
     // An invalid job runs nothing: stop whatever an earlier, valid generation started.
-    for (const auto& p : o_.pods) delete_pod(p);
+    delete_pods(o_.pods, job_selector());
   }
 
   void fail_job(const std::string& reason, const std::string& message) {
@@ -188,11 +188,13 @@ class Reconcile {
 
   /// No pod keeps running after the job ends; finished pods go too under cleanPodPolicy All.
   void clean_up_finished_job() {
-    const std::string clean = clean_pod_policy();
+    if (clean_pod_policy() == "All") {
+      delete_pods(o_.pods, job_selector());
+      return;
+    }
     for (const auto& p : o_.pods) {
       const std::string ph = pod_phase(p);
-      const bool finished = ph == "Succeeded" || ph == "Failed";
-      if (!finished || clean == "All") delete_pod(p);
+      if (ph != "Succeeded" && ph != "Failed") delete_pod(p);
     }
   }
 
@@ -276,10 +278,13 @@ class Reconcile {
       rs["phase"] = "Succeeded";
       rs["completionTime"] = now_;
       emit("Normal", "RunSucceeded", "run " + std::to_string(run.index) + " (" + str_or(rs, "label") + ") succeeded");
-      for (const auto& p : pods_of(run.index, -1)) {
-        const std::string ph = pod_phase(p);
-        if (ph != "Succeeded" && ph != "Failed") delete_pod(p);
-        else if (clean_pod_policy() == "All") delete_pod(p);
+      if (clean_pod_policy() == "All") {
+        delete_pods(pods_of(run.index, -1), run_selector(run.index));
+      } else {
+        for (const auto& p : pods_of(run.index, -1)) {
+          const std::string ph = pod_phase(p);
+          if (ph != "Succeeded" && ph != "Failed") delete_pod(p);
+        }
       }
       return true;
     }
@@ -296,9 +301,11 @@ class Reconcile {
            [&] { return result_configmap(job_, run.index); });
 
     // Pods of earlier attempts go; this attempt's pods are compared with the plan.
+    std::vector<json> stale;
     for (const auto& p : pods_of(run.index, -1)) {
-      if (label(p, kAttemptLabel) != std::to_string(attempt)) delete_pod(p);
+      if (label(p, kAttemptLabel) != std::to_string(attempt)) stale.push_back(p);
     }
+    delete_pods(stale, run_selector(run.index) + "," + kAttemptLabel + "!=" + std::to_string(attempt));
     std::map<std::string, json> expected;
     expected.emplace(master_pod_name(job_.name, run.index, attempt), master_pod(job_, run, attempt));
     for (int n = 0; n < run.nodes; ++n) {
@@ -329,7 +336,7 @@ class Reconcile {
 
     if (!created) {
       for (const auto& [name, want] : expected) {
-        if (present.count(name) == 0) d_.actions.push_back({Action::Verb::Create, "pods", name, want});
+        if (present.count(name) == 0) d_.actions.push_back({Action::Verb::Create, "pods", name, want, "", {}});
       }
       rs["podsCreated"] = true;
       rs["phase"] = "Starting";
@@ -370,7 +377,7 @@ class Reconcile {
   void restart_or_fail(const RunConfig& run, const RunPolicy& pol, const std::string& failure) {
     json& rs = run_status(run.index);
     const int restarts = int_or(rs, "restarts", 0);
-    for (const auto& p : pods_of(run.index, -1)) delete_pod(p);
+    delete_pods(pods_of(run.index, -1), run_selector(run.index));
     if (restarts < pol.backoff_limit) {
       rs["restarts"] = restarts + 1;
       rs["attempt"] = int_or(rs, "attempt", 0) + 1;
@@ -439,26 +446,46 @@ class Reconcile {
     if (being_deleted(p)) return;
     const std::string name = pod_name(p);
     if (!deleted_.insert(name).second) return;
-    d_.actions.push_back({Action::Verb::Delete, "pods", name, json()});
+    d_.actions.push_back({Action::Verb::Delete, "pods", name, json(), "", {}});
   }
+
+  /// Deletes `pods`, all of which match `selector`: one request for several pods (a run's gang
+  /// can be hundreds), one per pod otherwise.
+  void delete_pods(const std::vector<json>& pods, const std::string& selector) {
+    std::vector<std::string> names;
+    for (const auto& p : pods) {
+      if (!being_deleted(p) && deleted_.count(pod_name(p)) == 0) names.push_back(pod_name(p));
+    }
+    if (names.size() < 2) {
+      for (const auto& p : pods) delete_pod(p);
+      return;
+    }
+    deleted_.insert(names.begin(), names.end());
+    d_.actions.push_back({Action::Verb::DeleteCollection, "pods", "", json(), selector, names});
+  }
+
+  std::string job_selector() const {
+    return std::string(kJobLabel) + "=" + job_.name + ",app.kubernetes.io/managed-by=" + kManagedBy;
+  }
+  std::string run_selector(int run) const { return job_selector() + "," + kRunLabel + "=" + std::to_string(run); }
 
   template <typename Make>
   void ensure(const std::string& resource, const std::string& name, const std::vector<json>& have, Make make) {
     for (const auto& h : have) {
       if (str_or(h.at("metadata"), "name") == name) return;
     }
-    d_.actions.push_back({Action::Verb::Create, resource, name, make()});
+    d_.actions.push_back({Action::Verb::Create, resource, name, make(), "", {}});
   }
 
   void ensure_reporter() {
     if (!o_.reporter_service_account) {
-      d_.actions.push_back({Action::Verb::Create, "serviceaccounts", reporter_name(job_.name), reporter_service_account(job_)});
+      d_.actions.push_back({Action::Verb::Create, "serviceaccounts", reporter_name(job_.name), reporter_service_account(job_), "", {}});
     }
     if (!o_.reporter_role) {
-      d_.actions.push_back({Action::Verb::Create, "roles", reporter_name(job_.name), reporter_role(job_, runs_total_)});
+      d_.actions.push_back({Action::Verb::Create, "roles", reporter_name(job_.name), reporter_role(job_, runs_total_), "", {}});
     }
     if (!o_.reporter_role_binding) {
-      d_.actions.push_back({Action::Verb::Create, "rolebindings", reporter_name(job_.name), reporter_role_binding(job_)});
+      d_.actions.push_back({Action::Verb::Create, "rolebindings", reporter_name(job_.name), reporter_role_binding(job_), "", {}});
     }
   }
 
@@ -466,7 +493,7 @@ class Reconcile {
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(o_.now.time_since_epoch()).count();
     char suffix[40];
     std::snprintf(suffix, sizeof suffix, "%llx%02zx", static_cast<unsigned long long>(ns), events_++);
-    d_.actions.push_back({Action::Verb::Event, "events", "", event(job_, type, reason, message, now_, suffix)});
+    d_.actions.push_back({Action::Verb::Event, "events", "", event(job_, type, reason, message, now_, suffix), "", {}});
   }
 
   void requeue(Clock::duration after) {
@@ -478,7 +505,7 @@ class Reconcile {
   Decision finish() {
     status_["observedGeneration"] = generation_;
     if (status_ != original_status_) {
-      d_.actions.push_back({Action::Verb::PatchStatus, "benchmarkjobs", job_.name, {{"status", status_}}});
+      d_.actions.push_back({Action::Verb::PatchStatus, "benchmarkjobs", job_.name, {{"status", status_}}, "", {}});
     }
     return std::move(d_);
   }

@@ -27,11 +27,15 @@ struct Observed {
 /// One thing to do to the cluster. Creates that answer 409 AlreadyExists and deletes that
 /// answer 404 are success (another reconcile, or an earlier operator, did it).
 struct Action {
-  enum class Verb { Create, Delete, PatchStatus, Event };
+  /// DeleteCollection: one request deletes every object matching `label_selector` (the pods
+  /// of a run or a job), instead of one request per pod.
+  enum class Verb { Create, Delete, DeleteCollection, PatchStatus, Event };
   Verb verb = Verb::Create;
   std::string resource;  ///< pods, services, configmaps, serviceaccounts, roles, rolebindings, events, benchmarkjobs
   std::string name;      ///< for Delete
   nlohmann::json body;   ///< object to create, status merge patch, or event
+  std::string label_selector;      ///< for DeleteCollection
+  std::vector<std::string> names;  ///< for DeleteCollection: the known objects it deletes
 };
 
 struct Decision {

@@ -268,6 +268,22 @@ nlohmann::json Client::remove(const ResourceType& type, const std::string& ns, c
   HttpRequest req;
   req.method = "DELETE";
   req.path = type.path(namespace_for(type, ns, nullptr), name);
+  return delete_request(std::move(req), o);
+}
+
+nlohmann::json Client::remove_collection(const ResourceType& type, const std::string& ns, const ListOptions& which,
+                                         const DeleteOptions& o) const {
+  if (which.label_selector.empty() && which.field_selector.empty()) {
+    throw std::invalid_argument("remove_collection without a selector would delete every " + type.plural);
+  }
+  HttpRequest req;
+  req.method = "DELETE";
+  req.path = type.path(type.namespaced ? namespace_for(type, ns, nullptr) : std::string());
+  req.query = build_query({{"labelSelector", which.label_selector}, {"fieldSelector", which.field_selector}});
+  return delete_request(std::move(req), o);
+}
+
+nlohmann::json Client::delete_request(HttpRequest req, const DeleteOptions& o) const {
   nlohmann::json body = nlohmann::json::object();
   if (!o.propagation_policy.empty()) body["propagationPolicy"] = o.propagation_policy;
   if (o.grace_period_seconds) body["gracePeriodSeconds"] = *o.grace_period_seconds;

@@ -102,6 +102,11 @@ class Client {
   nlohmann::json remove(const ResourceType& type, const std::string& ns, const std::string& name,
                         const DeleteOptions& options = {}) const;
 
+  /// DELETE on the collection (deletecollection): every object matching `which`'s label and
+  /// field selectors. Returns the server's answer (the List of deleted objects, or a Status).
+  nlohmann::json remove_collection(const ResourceType& type, const std::string& ns, const ListOptions& which,
+                                   const DeleteOptions& options = {}) const;
+
   /// Starts a watch (HTTP errors throw ApiError, e.g. GoneError when the resourceVersion is too old).
   std::unique_ptr<WatchStream> watch(const ResourceType& type, const std::string& ns,
                                      const WatchOptions& options = {}) const;
@@ -116,6 +121,7 @@ class Client {
 
  private:
   nlohmann::json call(HttpRequest request) const;
+  nlohmann::json delete_request(HttpRequest request, const DeleteOptions& options) const;
   std::string namespace_for(const ResourceType& type, const std::string& ns, const nlohmann::json* object) const;
 
   std::shared_ptr<Transport> transport_;

@@ -40,6 +40,34 @@ json status_of(const Decision& d) {
   return p.empty() ? json() : p.back()->body["status"];
 }
 
+/// A label selector of "k=v" and "k!=v" terms, as the API server evaluates it.
+bool matches(const std::string& selector, const json& obj) {
+  const json labels = obj["metadata"].value("labels", json::object());
+  std::size_t start = 0;
+  while (start <= selector.size()) {
+    const std::size_t end = std::min(selector.find(',', start), selector.size());
+    const std::string term = selector.substr(start, end - start);
+    const bool negated = term.find("!=") != std::string::npos;
+    const std::size_t op = negated ? term.find("!=") : term.find('=');
+    const std::string key = term.substr(0, op), value = term.substr(op + (negated ? 2 : 1));
+    const bool equal = labels.contains(key) && labels[key] == value;
+    if (equal == negated) return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+/// Pod names a decision deletes, one by one or by a collection delete.
+std::vector<std::string> deleted_pods(const Decision& d) {
+  std::vector<std::string> out;
+  for (const auto& a : d.actions) {
+    if (a.resource != "pods") continue;
+    if (a.verb == Action::Verb::Delete) out.push_back(a.name);
+    if (a.verb == Action::Verb::DeleteCollection) out.insert(out.end(), a.names.begin(), a.names.end());
+  }
+  return out;
+}
+
 /// Applies a decision the way the cluster would: creates appear (pods Pending), deletes vanish,
 /// the status patch lands.
 void apply(Observed& o, const Decision& d) {
@@ -51,6 +79,10 @@ void apply(Observed& o, const Decision& d) {
       if (a.resource == "serviceaccounts") o.reporter_service_account = true;
       if (a.resource == "roles") o.reporter_role = true;
       if (a.resource == "rolebindings") o.reporter_role_binding = true;
+    } else if (a.verb == Action::Verb::DeleteCollection && a.resource == "pods") {
+      o.pods.erase(std::remove_if(o.pods.begin(), o.pods.end(),
+                                  [&](const json& p) { return matches(a.label_selector, p); }),
+                   o.pods.end());
     } else if (a.verb == Action::Verb::Delete && a.resource == "pods") {
       o.pods.erase(std::remove_if(o.pods.begin(), o.pods.end(),
                                   [&](const json& p) { return p["metadata"]["name"] == a.name; }),
@@ -186,8 +218,13 @@ TEST(Reconciler, FailedPodRestartsTheWholeRunThenFailsAfterBackoff) {
   apply(o, reconcile(o));
   set_phase(o, trainer_pod_name("bj", 0, 0, 0), "Failed", 1);
   Decision d = reconcile(o);
-  EXPECT_EQ(of(d, Action::Verb::Delete, "pods").size(), 2u) << "the whole run is restarted";
+  EXPECT_EQ(deleted_pods(d).size(), 2u) << "the whole run is restarted";
+  const auto collection = of(d, Action::Verb::DeleteCollection, "pods");
+  ASSERT_EQ(collection.size(), 1u) << "one request for the run's pods";
+  EXPECT_EQ(collection[0]->label_selector,
+            "trainbench.dev/job=bj,app.kubernetes.io/managed-by=trainbench-operator,trainbench.dev/run=0");
   apply(o, d);
+  EXPECT_TRUE(o.pods.empty()) << "the selector matches every pod of the run";
   EXPECT_EQ(o.job["status"]["runs"][0]["attempt"], 1);
   EXPECT_EQ(o.job["status"]["phase"], "Running");
   d = reconcile(o);  // attempt 1's pods

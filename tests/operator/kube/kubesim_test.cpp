@@ -213,6 +213,22 @@ TEST_F(KubesimTest, LabelAndFieldSelectorsAndPaging) {
   EXPECT_FALSE(all["metadata"].value("resourceVersion", "").empty());
 }
 
+TEST_F(KubesimTest, DeleteCollectionBySelector) {
+  start();
+  admin_->create(kCm, "default", config_map("a", {{"app", "bench"}, {"run", "0"}}));
+  admin_->create(kCm, "default", config_map("b", {{"app", "bench"}, {"run", "1"}}));
+  admin_->create(kCm, "default", config_map("c", {{"app", "other"}}));
+  kube::ListOptions which;
+  which.label_selector = "app=bench,run!=1";
+  admin_->remove_collection(kCm, "default", which);
+  kube::ListOptions all_ours;
+  all_ours.label_selector = "app in (bench,other)";
+  EXPECT_EQ(names(admin_->list(kCm, "default", all_ours)), (std::vector<std::string>{"b", "c"}));
+  // Without any selector it would delete the whole namespace's objects: refused client-side.
+  EXPECT_THROW(admin_->remove_collection(kCm, "default", kube::ListOptions{}), std::invalid_argument);
+  EXPECT_EQ(names(admin_->list(kCm, "default", all_ours)), (std::vector<std::string>{"b", "c"}));
+}
+
 TEST_F(KubesimTest, CustomResourceWithStatusSubresource) {
   start();
   const json crd = json::parse(R"({
