@@ -4,6 +4,7 @@
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "worker/worker_error.hpp"
@@ -23,18 +24,24 @@ DdpReducer::DdpReducer(std::vector<at::Tensor> params, Communicator& comm, doubl
   }
   if (!(bucket_cap_mb > 0)) throw ConfigError("ddp.bucketCapMB must be > 0");
   const double cap_bytes = bucket_cap_mb * 1024.0 * 1024.0;
-
-  // Bucket assignment, reverse registration order (gradients arrive roughly in that order).
+  // PyTorch DDP's assignment (compute_bucket_assignment_by_size): parameters in reverse
+  // registration order (gradients arrive roughly in that order) fill the current bucket, which
+  // closes once it holds at least its limit. The first bucket's limit is 1 MiB (DDP's
+  // _DEFAULT_FIRST_BUCKET_BYTES; the cap if that is smaller) so that the first all-reduce starts
+  // as soon as the last layer's gradients are ready; every later bucket's is the cap. A bucket
+  // thus ends at a layer's last parameter rather than splitting weight from bias.
+  const double first_bucket_bytes = std::min(cap_bytes, 1024.0 * 1024.0);
   slots_.resize(params_.size());
   double bucket_bytes = 0;
+  bool open = false;
   for (std::size_t k = params_.size(); k-- > 0;) {
     const at::Tensor& p = params_[k];
     if (!p.requires_grad()) continue;
     const double bytes = static_cast<double>(p.numel()) * static_cast<double>(p.element_size());
-    if (buckets_.empty() || (bucket_bytes > 0 && bucket_bytes + bytes > cap_bytes) ||
-        p.scalar_type() != params_[buckets_.back().params.front()].scalar_type()) {
+    if (!open || p.scalar_type() != params_[buckets_.back().params.front()].scalar_type()) {
       buckets_.emplace_back();
       bucket_bytes = 0;
+      open = true;
     }
     Bucket& b = buckets_.back();
     Slot& s = slots_[k];
@@ -44,6 +51,7 @@ DdpReducer::DdpReducer(std::vector<at::Tensor> params, Communicator& comm, doubl
     s.numel = p.numel();
     b.params.push_back(k);
     bucket_bytes += bytes;
+    if (bucket_bytes >= (buckets_.size() == 1 ? first_bucket_bytes : cap_bytes)) open = false;
   }
   for (Bucket& b : buckets_) {
     std::int64_t total = 0;
@@ -92,13 +100,11 @@ void DdpReducer::check_compression_supported() {
 }
 
 void DdpReducer::zero_grad() {
-  at::NoGradGuard no_grad;
-  for (Bucket& b : buckets_) b.flat.zero_();
-  // Someone may have replaced a .grad (e.g. set it to none): point it back at its bucket.
+  // set_to_none, as PyTorch's optimizers do by default: autograd then hands over each fresh
+  // gradient (no memset of the buckets, no read-add-write into them) and on_gradient_ready
+  // copies it into its bucket slot once -- half the memory traffic of zero + accumulate.
   for (std::size_t k = 0; k < params_.size(); ++k) {
-    if (!accumulators_[k]) continue;
-    const at::Tensor& g = params_[k].grad();
-    if (!g.defined() || g.data_ptr() != grad_view(k).data_ptr()) params_[k].mutable_grad() = grad_view(k);
+    if (accumulators_[k]) params_[k].mutable_grad() = at::Tensor();
   }
 }
 
@@ -122,8 +128,9 @@ void DdpReducer::on_gradient_ready(std::size_t param_index) {
     throw std::runtime_error("DDP reducer: gradient of parameter " + std::to_string(param_index) +
                              " produced twice in one backward pass");
   }
-  // Autograd accumulated into .grad, which is this parameter's slice of the bucket, unless
-  // something replaced .grad since zero_grad(): then bring the value into the bucket.
+  // After zero_grad() .grad is autograd's fresh gradient: bring it into the bucket and make
+  // .grad the bucket's view (DDP's gradient_as_bucket_view). Had .grad been left pointing at
+  // the bucket (no zero_grad), autograd accumulated in place and there is nothing to copy.
   const at::Tensor& g = params_[param_index].grad();
   if (g.defined() && g.data_ptr() != grad_view(param_index).data_ptr()) {
     at::NoGradGuard no_grad;
@@ -152,15 +159,20 @@ void DdpReducer::finish_backward() {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!armed_) throw std::logic_error("DDP reducer: finish_backward without prepare_for_backward");
   armed_ = false;
-  // Parameters without a gradient this step keep zero_grad()'s zeros; launch the rest in order.
+  // Parameters that got no gradient this step contribute zeros; launch the rest in order.
+  at::NoGradGuard no_grad;
   for (; next_to_launch_ < buckets_.size(); ++next_to_launch_) {
     Bucket& b = buckets_[next_to_launch_];
+    for (std::size_t j : b.params) {
+      if (slots_[j].ready) continue;
+      grad_view(j).zero_();
+      params_[j].mutable_grad() = grad_view(j);
+    }
     b.pending = 0;
     launch_locked(b);
   }
   lock.unlock();
 
-  at::NoGradGuard no_grad;
   const double world = static_cast<double>(comm_.size());
   for (Bucket& b : buckets_) {
     b.work.wait();

@@ -17,15 +17,15 @@ namespace trainbench::worker {
 /// trainbench's own DDP gradient reducer (instead of c10d::Reducer: one code path for
 /// libtorch 1.13 and 2.x).
 ///
-/// Parameters are assigned to flat buckets in reverse registration order; a bucket holds at
-/// most bucket_cap_mb MiB (a parameter bigger than that gets a bucket of its own). Each
-/// parameter's .grad is a view into its bucket (DDP's gradient_as_bucket_view), so autograd
-/// accumulates straight into the bucket and no gradient is copied. A post-hook on each
-/// parameter's grad accumulator marks it ready after accumulation; a full bucket is all-reduced
-/// (SUM, asynchronously), strictly in bucket index order on every rank. finish_backward()
-/// launches the rest (parameters that got no gradient keep the zeros of zero_grad()), waits and
-/// divides by the world size in place. Optional compression casts a bucket to fp16/bf16 for
-/// the all-reduce only.
+/// Parameters are assigned to flat buckets in reverse registration order, as PyTorch's DDP
+/// does: a bucket closes once it holds at least its limit, 1 MiB for the first bucket and
+/// bucket_cap_mb MiB for the others. A post-hook on each parameter's grad accumulator copies the
+/// fresh gradient into the parameter's slot of its bucket and makes .grad a view of that slot
+/// (DDP's gradient_as_bucket_view: the optimizer then reads the averaged gradient in place); a
+/// full bucket is all-reduced (SUM, asynchronously), strictly in bucket index order on every
+/// rank. finish_backward() zeroes the slots of parameters that got no gradient, launches the
+/// remaining buckets, waits and divides by the world size in place. Optional compression casts
+/// a bucket to fp16/bf16 for the all-reduce only.
 class DdpReducer {
  public:
   /// `params` in registration order. `compression`: none | fp16 | bf16. Issues one probe
@@ -36,8 +36,8 @@ class DdpReducer {
   DdpReducer(const DdpReducer&) = delete;
   DdpReducer& operator=(const DdpReducer&) = delete;
 
-  /// Zeroes every bucket, i.e. every parameter's .grad (use instead of the optimizer's
-  /// zero_grad(), which would try to detach the bucket views).
+  /// Sets every parameter's .grad to none (use instead of the optimizer's zero_grad()); the
+  /// gradients of the next backward pass are copied into the buckets as they arrive.
   void zero_grad();
   /// Arms the hooks for the next backward pass.
   void prepare_for_backward();

@@ -205,7 +205,9 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
       reducer->zero_grad();
       reducer->prepare_for_backward();
     } else {
-      optimizer.zero_grad();
+      // set_to_none (PyTorch's default since 2.0; libtorch 1.13's zero_grad() writes zeros):
+      // autograd then hands over fresh gradients instead of adding into zeroed ones.
+      for (auto& p : params) p.mutable_grad() = torch::Tensor();
     }
     torch::Tensor loss;
     {

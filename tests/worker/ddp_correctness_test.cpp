@@ -141,7 +141,8 @@ TEST_P(DdpCorrectness, MatchesGlobalBatchReference) {
   }
 }
 
-// 0.01 MB splits the 32-64-64-10 mlp (27 KB of fp32 gradients) into 3 buckets; 1000 MB: one.
+// 0.01 MB splits the 32-64-64-10 mlp (27 KB of fp32 gradients) into 2 buckets (fc3+fc2, fc1);
+// 1000 MB: one (the first bucket closes at 1 MiB, more than the model).
 INSTANTIATE_TEST_SUITE_P(
     Worker, DdpCorrectness,
     ::testing::Values(DdpCase{2, 0.01, "none", true, 1e-5}, DdpCase{2, 1000, "none", false, 1e-5},
