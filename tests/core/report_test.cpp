@@ -96,6 +96,20 @@ TEST(Report, SummarizeThenAssembleEqualsBuildReport) {
   EXPECT_EQ(to_json(assembled), to_json(whole));
 }
 
+// The report path holds 1024 ranks: the summary the master writes into the run's result
+// ConfigMap (its data is limited to 1 MiB) keeps per-rank percentiles, not raw step times.
+TEST(Report, SummaryOf1024RanksFitsAConfigMap) {
+  const auto runs = plan_runs(job(), 2);
+  RunConfig big = runs[1];
+  big.nodes = 128;
+  big.devices_per_node = 8;
+  RunResult r = result(1024, 0.05);
+  const std::string text = to_json(summarize_run(big, r)).dump();
+  EXPECT_EQ(summarize_run(big, r).ranks.size(), 1024u);
+  EXPECT_LT(text.size(), 512u * 1024u) << "bytes per rank: " << text.size() / 1024;
+  RecordProperty("bytes", static_cast<int>(text.size()));
+}
+
 TEST(Report, JsonRoundTrip) {
   const auto j = job();
   const Report rep = build_report(j, plan_runs(j, 2), {{result(1, 0.1), ""}, {result(2, 0.2), ""}, {std::nullopt, "boom"}});
