@@ -1,0 +1,109 @@
+// The worker's /metrics: served over HTTP by prometheus-cpp, in Prometheus's text format, with
+// the documented names, labels and values.
+#include "worker/metrics.hpp"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <regex>
+#include <sstream>
+#include <string>
+
+using trainbench::worker::BuildInfo;
+using trainbench::worker::MetricLabels;
+using trainbench::worker::WorkerMetrics;
+
+namespace {
+
+/// GET http://127.0.0.1:port/metrics, the body ("" on failure).
+std::string scrape(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const std::string req = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+      char buf[8192];
+      ssize_t n;
+      while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  close(fd);
+  const auto body = out.find("\r\n\r\n");
+  return body == std::string::npos ? "" : out.substr(body + 4);
+}
+
+/// The value of the series `name{...labels...}` whose label set contains `must_contain`.
+double value(const std::string& text, const std::string& name, const std::string& must_contain = "") {
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind(name + "{", 0) != 0 && line.rfind(name + " ", 0) != 0) continue;
+    if (line.find(must_contain) == std::string::npos) continue;
+    return std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return -1;
+}
+
+MetricLabels labels() { return {"bj", "1", "trainer", "3", "1", "mlp", "ddp"}; }
+
+}  // namespace
+
+TEST(WorkerMetrics, ServesStepsProgressAndProcessMetrics) {
+  auto m = WorkerMetrics::serve("127.0.0.1:0", labels(), BuildInfo{"0.1.0", "1.13.1", "gloo", "cpu"});
+  ASSERT_GT(m->port(), 0);
+  m->set_planned_steps(5);
+  m->observe_step(0.5, 0.1, 16, 1000, false);  // warm-up: progress and bytes only
+  m->observe_step(0.2, 0.05, 16, 1000, true);
+  m->observe_step(0.3, 0.1, 16, 1000, true);
+  m->refresh_process();
+  const std::string text = scrape(m->port());
+  ASSERT_FALSE(text.empty());
+
+  const std::string series = R"(job="bj",model="mlp",node="1",paradigm="ddp",rank="3",role="trainer",run="1")";
+  EXPECT_NE(text.find("trainbench_steps_total{" + series + "} 3"), std::string::npos) << text;
+  EXPECT_EQ(value(text, "trainbench_steps_planned"), 5);
+  EXPECT_EQ(value(text, "trainbench_step_duration_seconds_count"), 2) << "warm-up steps are not timed";
+  EXPECT_NEAR(value(text, "trainbench_step_duration_seconds_sum"), 0.5, 1e-9);
+  EXPECT_EQ(value(text, "trainbench_step_duration_seconds_bucket", "le=\"0.25\""), 1);
+  EXPECT_EQ(value(text, "trainbench_step_duration_seconds_bucket", "le=\"+Inf\""), 2);
+  EXPECT_NEAR(value(text, "trainbench_communication_seconds_total"), 0.15, 1e-9);
+  EXPECT_NEAR(value(text, "trainbench_compute_seconds_total"), 0.35, 1e-9);
+  EXPECT_EQ(value(text, "trainbench_examples_total"), 32);
+  EXPECT_NEAR(value(text, "trainbench_examples_per_second"), 16 / 0.3, 1e-6);
+  EXPECT_EQ(value(text, "trainbench_allreduce_bytes_total"), 3000);
+  EXPECT_GT(value(text, "trainbench_memory_rss_bytes"), 1e6);
+  EXPECT_GE(value(text, "trainbench_memory_peak_rss_bytes"), value(text, "trainbench_memory_rss_bytes"));
+  EXPECT_GE(value(text, "trainbench_process_cpu_seconds_total"), 0);
+  EXPECT_EQ(value(text, "trainbench_info", "libtorch_version=\"1.13.1\""), 1);
+  // Counters carry _total, every family has HELP and TYPE.
+  std::regex type_line("# TYPE (\\S+) (counter|gauge|histogram)");
+  int families = 0;
+  for (std::sregex_iterator it(text.begin(), text.end(), type_line), end; it != end; ++it) {
+    const std::string name = (*it)[1], type = (*it)[2];
+    if (name.rfind("exposer_", 0) == 0) continue;  // prometheus-cpp's own exposer metrics
+    ++families;
+    EXPECT_EQ(name.rfind("trainbench_", 0), 0u) << name;
+    EXPECT_EQ(type == "counter", name.size() > 6 && name.substr(name.size() - 6) == "_total") << name;
+    EXPECT_NE(text.find("# HELP " + name + " "), std::string::npos) << name;
+  }
+  EXPECT_GE(families, 15);
+  EXPECT_EQ(text.find("trainbench_gpu_"), std::string::npos) << "no GPU metrics without a GPU";
+}
+
+TEST(WorkerMetrics, BusyPortIsAClearError) {
+  auto first = WorkerMetrics::serve("127.0.0.1:0", labels(), BuildInfo{});
+  const std::string taken = "127.0.0.1:" + std::to_string(first->port());
+  try {
+    WorkerMetrics::serve(taken, labels(), BuildInfo{});
+    FAIL() << "a second exposer on a taken port must fail";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(taken), std::string::npos) << e.what();
+  }
+}

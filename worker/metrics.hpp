@@ -1,0 +1,65 @@
+#pragma once
+
+// The worker's Prometheus metrics, served on /metrics by prometheus-cpp's exposer (no libtorch
+// here). Names follow Prometheus conventions: prefix trainbench_, base units (seconds, bytes),
+// _total on counters; every series carries the same bounded label set (job, run, role, rank,
+// node, model, paradigm). docs/observability.md lists them.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace trainbench::worker {
+
+struct MetricLabels {
+  std::string job;        ///< the BenchmarkJob's name ("local" for `trainbench run`)
+  std::string run;        ///< sweep index
+  std::string role;       ///< trainer | master
+  std::string rank;       ///< global rank
+  std::string node;       ///< node rank
+  std::string model;
+  std::string paradigm;
+};
+
+struct BuildInfo {
+  std::string version;           ///< trainbench
+  std::string libtorch_version;
+  std::string backend;           ///< gloo | nccl
+  std::string device;            ///< cpu | cuda
+};
+
+/// One rank's metrics. Thread-safe (prometheus-cpp's metrics are).
+class WorkerMetrics {
+ public:
+  /// Serves /metrics on `listen` ("HOST:PORT"; port 0 picks a free one). Throws
+  /// std::runtime_error naming the address when it cannot listen.
+  static std::unique_ptr<WorkerMetrics> serve(const std::string& listen, const MetricLabels& labels,
+                                              const BuildInfo& build);
+  ~WorkerMetrics();
+  WorkerMetrics(const WorkerMetrics&) = delete;
+  WorkerMetrics& operator=(const WorkerMetrics&) = delete;
+
+  /// The port it listens on.
+  int port() const;
+
+  /// Warm-up plus measured steps this rank will run (progress = steps_total / this).
+  void set_planned_steps(std::int64_t steps);
+  /// One finished step: its wall time, the part of it spent waiting for communication after
+  /// the backward pass (exposed communication), examples this rank processed, and bytes
+  /// all-reduced. `measured`: false for warm-up steps (counted as progress only).
+  void observe_step(double step_seconds, double communication_seconds, std::int64_t examples,
+                    std::int64_t allreduce_bytes, bool measured);
+  /// Host memory (RSS now and peak), CPU time and network bytes of this process, read from
+  /// /proc; call once per step (cheap) or from a timer.
+  void refresh_process();
+  /// GPU memory from the CUDA caching allocator, where a GPU is used.
+  void set_gpu_memory(std::int64_t allocated_bytes, std::int64_t peak_allocated_bytes);
+
+ private:
+  struct Impl;
+  explicit WorkerMetrics(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace trainbench::worker
