@@ -99,6 +99,13 @@ void DdpReducer::check_compression_supported() {
   }
 }
 
+std::int64_t DdpReducer::bytes_per_step() const {
+  std::int64_t n = 0;
+  const auto wire_size = static_cast<std::int64_t>(c10::elementSize(wire_dtype_));
+  for (const Bucket& b : buckets_) n += b.flat.numel() * wire_size;
+  return n;
+}
+
 void DdpReducer::zero_grad() {
   // set_to_none, as PyTorch's optimizers do by default: autograd then hands over each fresh
   // gradient (no memset of the buckets, no read-add-write into them) and on_gradient_ready

@@ -45,6 +45,8 @@ class DdpReducer {
   void finish_backward();
 
   std::size_t bucket_count() const { return buckets_.size(); }
+  /// Bytes one step all-reduces (all buckets, in the wire dtype).
+  std::int64_t bytes_per_step() const;
 
  private:
   struct Slot {

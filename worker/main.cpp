@@ -35,9 +35,11 @@
 // Exit status: 0 success; 2 bad environment or config; 1 any other error. Errors are printed
 // to stderr as "trainbench-worker rank R: <message>".
 
+#include <climits>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -80,6 +82,15 @@ trainbench::RunConfig config_from_env() {
   }
 }
 
+/// The integer in environment variable `name` (nullopt when unset); it must lie in [lo, hi].
+std::optional<int> bounded_int_env(const char* name, int lo, int hi, const char* what) {
+  const std::string v = env_or_empty(name);
+  if (v.empty()) return std::nullopt;
+  const auto n = trainbench::worker::parse_int(v);
+  if (!n || *n < lo || *n > hi) throw ConfigError(std::string(name) + " must be " + what + ", got '" + v + "'");
+  return n;
+}
+
 trainbench::worker::WorkerOptions options_from_env() {
   trainbench::worker::WorkerOptions o;
   o.result_file = env_or_empty("TRAINBENCH_RESULT_FILE");
@@ -87,12 +98,14 @@ trainbench::worker::WorkerOptions options_from_env() {
   o.dump_params_prefix = env_or_empty("TRAINBENCH_DUMP_PARAMS");
   o.external_store = env_or_empty("TRAINBENCH_EXTERNAL_STORE") == "1";
   o.bind_address = env_or_empty("POD_IP");
-  const std::string ref = env_or_empty("TRAINBENCH_REFERENCE_WORLD_SIZE");
-  if (!ref.empty()) {
-    const auto w = trainbench::worker::parse_int(ref);
-    if (!w || *w < 1) {
-      throw ConfigError("TRAINBENCH_REFERENCE_WORLD_SIZE must be an integer >= 1, got '" + ref + "'");
-    }
+  if (auto p = bounded_int_env("TRAINBENCH_METRICS_PORT", 0, 65535, "a port number (0: any free port)")) {
+    o.metrics_port = *p;
+  }
+  if (const std::string h = env_or_empty("TRAINBENCH_METRICS_HOST"); !h.empty()) o.metrics_host = h;
+  if (auto l = bounded_int_env("TRAINBENCH_METRICS_LINGER_SECONDS", 0, INT_MAX, "an integer >= 0")) {
+    o.metrics_linger_seconds = *l;
+  }
+  if (auto w = bounded_int_env("TRAINBENCH_REFERENCE_WORLD_SIZE", 1, INT_MAX, "an integer >= 1")) {
     o.reference_world_size = *w;
   }
   return o;

@@ -1,17 +1,23 @@
 #include "worker/metrics.hpp"
 
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 #include <unistd.h>
 
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <atomic>
 #include <fstream>
 #include <iterator>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "worker/system_probe.hpp"
@@ -68,11 +74,103 @@ ProcSample sample_process() {
   return s;
 }
 
+/// A minimal HTTP/1.1 server for GET /metrics (Boost.Beast, one thread, one connection at a
+/// time: Prometheus scrapes a target with one connection). Not prometheus-cpp's civetweb
+/// exposer: Debian's civetweb starts its threads with a fixed 100 KiB stack, and in a process
+/// with libtorch loaded (whose static thread-local storage is larger) pthread_create fails with
+/// EINVAL, so the exposer cannot start in the worker (docs/observability.md).
+class MetricsHttpServer {
+ public:
+  MetricsHttpServer(const std::string& listen, std::shared_ptr<prometheus::Registry> registry)
+      : registry_(std::move(registry)), acceptor_(io_) {
+    namespace ip = boost::asio::ip;
+    const auto colon = listen.rfind(':');
+    if (colon == std::string::npos) throw std::runtime_error("expected HOST:PORT");
+    std::string host = listen.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    const auto port = static_cast<unsigned short>(std::stoi(listen.substr(colon + 1)));
+    const ip::tcp::endpoint ep(ip::make_address(host), port);
+    acceptor_.open(ep.protocol());
+    acceptor_.set_option(boost::asio::socket_base::reuse_address(true));
+    acceptor_.bind(ep);
+    acceptor_.listen();
+    port_ = acceptor_.local_endpoint().port();
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~MetricsHttpServer() {
+    stopping_ = true;
+    boost::system::error_code ignored;
+    acceptor_.cancel(ignored);
+    acceptor_.close(ignored);
+    // A blocking accept() is not woken by close() on every platform: connect once to wake it.
+    try {
+      boost::asio::io_context io;
+      boost::asio::ip::tcp::socket s(io);
+      s.connect(endpoint_for_wakeup(), ignored);
+    } catch (const std::exception&) {
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+  MetricsHttpServer(const MetricsHttpServer&) = delete;
+  MetricsHttpServer& operator=(const MetricsHttpServer&) = delete;
+  int port() const { return port_; }
+
+ private:
+  boost::asio::ip::tcp::endpoint endpoint_for_wakeup() const {
+    return {boost::asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port_)};
+  }
+
+  void serve() {
+    namespace http = boost::beast::http;
+    while (!stopping_) {
+      boost::asio::ip::tcp::socket socket(io_);
+      boost::system::error_code ec;
+      acceptor_.accept(socket, ec);
+      if (ec || stopping_) {
+        if (stopping_ || ec == boost::asio::error::operation_aborted || ec == boost::asio::error::bad_descriptor) return;
+        continue;
+      }
+      try {
+        boost::beast::flat_buffer buffer;
+        for (;;) {  // keep-alive: answer requests until the client closes
+          http::request<http::string_body> req;
+          http::read(socket, buffer, req);
+          http::response<http::string_body> res;
+          res.version(req.version());
+          res.keep_alive(req.keep_alive());
+          if (req.method() == http::verb::get && req.target() == "/metrics") {
+            res.result(http::status::ok);
+            res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+            res.body() = prometheus::TextSerializer().Serialize(registry_->Collect());
+          } else {
+            res.result(http::status::not_found);
+            res.set(http::field::content_type, "text/plain");
+            res.body() = "only GET /metrics is served here\n";
+          }
+          res.prepare_payload();
+          http::write(socket, res);
+          if (!res.keep_alive()) break;
+        }
+      } catch (const std::exception&) {
+        // The scraper went away or sent garbage: drop the connection.
+      }
+      socket.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
+    }
+  }
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  int port_ = 0;
+};
+
 }  // namespace
 
 struct WorkerMetrics::Impl {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
-  std::unique_ptr<prometheus::Exposer> exposer;
+  std::unique_ptr<MetricsHttpServer> server;
   prometheus::Labels labels;
 
   Histogram* step_seconds = nullptr;
@@ -160,21 +258,17 @@ std::unique_ptr<WorkerMetrics> WorkerMetrics::serve(const std::string& listen, c
               .Add(L);
   r.last = sample_process();
   try {
-    impl->exposer = std::make_unique<prometheus::Exposer>(listen, 1);
+    impl->server = std::make_unique<MetricsHttpServer>(listen, impl->registry);
   } catch (const std::exception& e) {
     throw std::runtime_error("cannot serve metrics on " + listen + ": " + e.what());
   }
-  impl->exposer->RegisterCollectable(impl->registry);
   return std::unique_ptr<WorkerMetrics>(new WorkerMetrics(std::move(impl)));
 }
 
 WorkerMetrics::WorkerMetrics(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 WorkerMetrics::~WorkerMetrics() = default;
 
-int WorkerMetrics::port() const {
-  const auto ports = impl_->exposer->GetListeningPorts();
-  return ports.empty() ? 0 : ports.front();
-}
+int WorkerMetrics::port() const { return impl_->server->port(); }
 
 void WorkerMetrics::set_planned_steps(std::int64_t steps) { impl_->steps_planned->Set(static_cast<double>(steps)); }
 

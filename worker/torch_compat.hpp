@@ -142,6 +142,18 @@ inline std::int64_t cuda_peak_memory_bytes(int index) {
 #endif
 }
 
+/// Bytes the caching allocator's live tensors hold now.
+inline std::int64_t cuda_memory_allocated_bytes(int index) {
+#ifdef TRAINBENCH_WITH_CUDA
+  const auto stats =
+      c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(index));
+  return stats.allocated_bytes[0].current;
+#else
+  (void)index;
+  return 0;
+#endif
+}
+
 inline std::string cuda_device_name(int index) {
 #ifdef TRAINBENCH_WITH_CUDA
   return at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(index))->name;

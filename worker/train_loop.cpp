@@ -9,12 +9,14 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "core/run_result.hpp"
 #include "core/version.hpp"
 #include "worker/ddp_reducer.hpp"
+#include "worker/metrics.hpp"
 #include "worker/models.hpp"
 #include "worker/output_files.hpp"
 #include "worker/process_group.hpp"
@@ -196,6 +198,21 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   torch::optim::SGD optimizer(params, torch::optim::SGDOptions(c.learning_rate).momentum(0.9));
   if (device.is_cuda()) compat::cuda_reset_peak_memory(device.index());
 
+  std::unique_ptr<WorkerMetrics> metrics;
+  if (o.metrics_port >= 0) {
+    const std::string job = std::getenv("TRAINBENCH_JOB") != nullptr ? std::getenv("TRAINBENCH_JOB")
+                            : !c.job_name.empty()                   ? c.job_name
+                                                                    : "local";
+    const int port = o.metrics_port == 0 ? 0 : o.metrics_port + env.local_rank;
+    metrics = WorkerMetrics::serve(o.metrics_host + ":" + std::to_string(port),
+                                   MetricLabels{job, std::to_string(c.index), "trainer", std::to_string(env.rank),
+                                                std::to_string(env.node_rank), c.model, c.paradigm},
+                                   BuildInfo{kVersion, TORCH_VERSION, c.backend, c.device});
+    metrics->set_planned_steps(static_cast<std::int64_t>(c.warmup_steps) + c.repeats * c.measure_steps);
+  }
+  const std::int64_t allreduce_bytes = reducer && world > 1 ? reducer->bytes_per_step() : 0;
+  double last_communication = 0;
+
   double last_loss = 0;
   int step_number = 0;
   auto train_step = [&]() -> double {
@@ -217,7 +234,11 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
       loss = torch::nn::functional::cross_entropy(logits, batch.targets);
     }
     loss.backward();
-    if (reducer) reducer->finish_backward();
+    if (reducer) {
+      const auto w0 = std::chrono::steady_clock::now();
+      reducer->finish_backward();
+      last_communication = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+    }
     optimizer.step();
     if (device.is_cuda()) compat::cuda_synchronize(device.index());
     const auto t1 = std::chrono::steady_clock::now();
@@ -231,9 +252,19 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
     return std::chrono::duration<double>(t1 - t0).count();
   };
 
+  auto observe = [&](double sec, bool measured) {
+    if (!metrics) return;
+    metrics->observe_step(sec, last_communication, c.batch_size_per_device, allreduce_bytes, measured);
+    metrics->refresh_process();
+    if (device.is_cuda()) {
+      metrics->set_gpu_memory(compat::cuda_memory_allocated_bytes(device.index()),
+                              compat::cuda_peak_memory_bytes(device.index()));
+    }
+  };
   const bool report_progress = env.rank == 0 && !o.progress_file.empty();
   for (int s = 1; s <= c.warmup_steps; ++s) {
     const double sec = train_step();
+    observe(sec, false);
     if (report_progress) write_progress(o.progress_file, "warmup", 0, c.repeats, s, c.warmup_steps, sec);
   }
   std::vector<std::vector<double>> step_seconds(static_cast<std::size_t>(c.repeats));
@@ -242,6 +273,7 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
     times.reserve(static_cast<std::size_t>(c.measure_steps));
     for (int s = 1; s <= c.measure_steps; ++s) {
       times.push_back(train_step());
+      observe(times.back(), true);
       if (report_progress) {
         write_progress(o.progress_file, "measure", r, c.repeats, s, c.measure_steps, times.back());
       }
@@ -264,8 +296,15 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   } else {
     all = mine.unsqueeze(0);
   }
+  // Keep the last values scrapeable a little longer (the result hand-over below does not wait).
+  auto linger = [&] {
+    if (metrics && o.metrics_linger_seconds > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(o.metrics_linger_seconds));
+    }
+  };
   if (env.rank != 0) {
     if (store) store->add(kFinishedKey, 1);
+    linger();
     return;
   }
 
@@ -302,6 +341,7 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   } else {
     write_file_atomically(o.result_file, text);
   }
+  linger();
 }
 
 }  // namespace

@@ -16,6 +16,13 @@ struct WorkerOptions {
   bool external_store = false;     ///< TRAINBENCH_EXTERNAL_STORE=1: the master pod serves the store,
                                    ///< rank 0 hands the result to it (key trainbench/result)
   std::string bind_address;        ///< POD_IP: the address gloo listens on
+  /// TRAINBENCH_METRICS_PORT: Prometheus metrics on port + LOCAL_RANK (one per worker process
+  /// of a node); -1: no metrics.
+  int metrics_port = -1;
+  std::string metrics_host = "0.0.0.0";  ///< TRAINBENCH_METRICS_HOST
+  /// TRAINBENCH_METRICS_LINGER_SECONDS: after the run, keep serving the last values this long
+  /// (so that a few more scrapes see them).
+  double metrics_linger_seconds = 0;
 };
 
 /// Runs one rank of one benchmark run: rendezvous (paradigm ddp), model, synthetic data,

@@ -2,54 +2,20 @@
 // the documented names, labels and values.
 #include "worker/metrics.hpp"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <regex>
-#include <sstream>
 #include <string>
+
+#include "scrape.hpp"
 
 using trainbench::worker::BuildInfo;
 using trainbench::worker::MetricLabels;
 using trainbench::worker::WorkerMetrics;
+using trainbench::test::scrape;
+using trainbench::test::value;
 
 namespace {
-
-/// GET http://127.0.0.1:port/metrics, the body ("" on failure).
-std::string scrape(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    const std::string req = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
-    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
-      char buf[8192];
-      ssize_t n;
-      while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-    }
-  }
-  close(fd);
-  const auto body = out.find("\r\n\r\n");
-  return body == std::string::npos ? "" : out.substr(body + 4);
-}
-
-/// The value of the series `name{...labels...}` whose label set contains `must_contain`.
-double value(const std::string& text, const std::string& name, const std::string& must_contain = "") {
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.rfind(name + "{", 0) != 0 && line.rfind(name + " ", 0) != 0) continue;
-    if (line.find(must_contain) == std::string::npos) continue;
-    return std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  return -1;
-}
 
 MetricLabels labels() { return {"bj", "1", "trainer", "3", "1", "mlp", "ddp"}; }
 

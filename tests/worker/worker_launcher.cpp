@@ -191,4 +191,21 @@ std::string read_text_file(const std::string& path) {
   return ss.str();
 }
 
+RunConfig tiny_mlp_run(const std::string& job, const std::string& paradigm, int world) {
+  RunConfig c;
+  c.job_name = job;
+  c.paradigm = paradigm;
+  c.devices_per_node = world;
+  c.model = "mlp";
+  c.mlp.input_size = 16;
+  c.mlp.hidden_sizes = {32};
+  c.mlp.num_classes = 4;
+  c.batch_size_per_device = 8;
+  c.warmup_steps = 1;
+  c.measure_steps = 3;
+  c.repeats = 2;
+  c.collective_timeout_seconds = 30;
+  return c;
+}
+
 }  // namespace trainbench::test

@@ -48,6 +48,9 @@ std::vector<ProcessOutcome> run_ranks(const RunConfig& run,
                                       const std::map<std::string, std::string>& extra_env,
                                       std::chrono::seconds timeout = std::chrono::seconds(120));
 
+/// A tiny mlp run (16-32-4, batch 8, 1 warm-up + 2 x 3 measured steps) on one node.
+RunConfig tiny_mlp_run(const std::string& job, const std::string& paradigm, int world);
+
 /// Raw little-endian float32 file (TRAINBENCH_DUMP_PARAMS output).
 std::vector<float> read_float32_file(const std::string& path);
 

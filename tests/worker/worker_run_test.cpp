@@ -16,20 +16,7 @@ using trainbench::test::TempDir;
 using trainbench::test::worker_path;
 
 RunConfig tiny(const std::string& paradigm, int world) {
-  RunConfig c;
-  c.job_name = "worker-run-test";
-  c.paradigm = paradigm;
-  c.devices_per_node = world;
-  c.model = "mlp";
-  c.mlp.input_size = 16;
-  c.mlp.hidden_sizes = {32};
-  c.mlp.num_classes = 4;
-  c.batch_size_per_device = 8;
-  c.warmup_steps = 1;
-  c.measure_steps = 3;
-  c.repeats = 2;
-  c.collective_timeout_seconds = 30;
-  return c;
+  return trainbench::test::tiny_mlp_run("worker-run-test", paradigm, world);
 }
 
 TEST(WorkerRun, ResultAndProgressFiles) {

@@ -1,0 +1,80 @@
+// trainbench-worker with TRAINBENCH_METRICS_PORT: each rank serves /metrics on port + LOCAL_RANK
+// while it trains and, with TRAINBENCH_METRICS_LINGER_SECONDS, a while after; the scraped values
+// agree with the run's result.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <future>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/run_result.hpp"
+#include "scrape.hpp"
+#include "worker_launcher.hpp"
+
+namespace {
+
+using trainbench::RunConfig;
+using trainbench::test::free_port;
+using trainbench::test::read_text_file;
+using trainbench::test::run_ranks;
+using trainbench::test::scrape;
+using trainbench::test::TempDir;
+using trainbench::test::value;
+
+TEST(WorkerMetricsE2E, EveryRankServesMetricsThatAgreeWithTheResult) {
+  RunConfig c = trainbench::test::tiny_mlp_run("metrics-e2e", "ddp", 2);
+  c.index = 1;
+  c.warmup_steps = 2;
+  c.measure_steps = 5;
+  TempDir dir;
+  // Two consecutive free ports (ranks listen on base + LOCAL_RANK).
+  int base = 0;
+  for (int tries = 0; tries < 20 && base == 0; ++tries) {
+    const int p = free_port();
+    if (p < 65535 && free_port() != p + 1) base = p;  // best effort: p + 1 is very likely free
+  }
+  ASSERT_GT(base, 0);
+  auto ranks = std::async(std::launch::async, [&] {
+    return run_ranks(c, {{"TRAINBENCH_RESULT_FILE", dir.file("r.json")},
+                         {"TRAINBENCH_METRICS_PORT", std::to_string(base)},
+                         {"TRAINBENCH_METRICS_HOST", "127.0.0.1"},
+                         {"TRAINBENCH_METRICS_LINGER_SECONDS", "5"}});
+  });
+  // Rank 0 writes the result, then lingers: scrape both ranks then.
+  for (int i = 0; i < 600 && !std::filesystem::exists(dir.file("r.json")); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!std::filesystem::exists(dir.file("r.json"))) {
+    for (const auto& o : ranks.get()) ADD_FAILURE() << "exit " << o.exit_code << ": " << o.output;
+    FAIL() << "no result";
+  }
+  const auto result = trainbench::run_result_from_json(nlohmann::json::parse(read_text_file(dir.file("r.json"))));
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string text = scrape(base + rank);
+    ASSERT_FALSE(text.empty()) << "rank " << rank << " does not serve /metrics on " << base + rank;
+    const std::string me = "rank=\"" + std::to_string(rank) + "\"";
+    EXPECT_NE(text.find("job=\"metrics-e2e\""), std::string::npos);
+    EXPECT_NE(text.find("run=\"1\""), std::string::npos);
+    EXPECT_NE(text.find(me), std::string::npos);
+    EXPECT_EQ(value(text, "trainbench_steps_total", me), 12) << "2 warm-up + 2 x 5 measured";
+    EXPECT_EQ(value(text, "trainbench_steps_planned", me), 12);
+    EXPECT_EQ(value(text, "trainbench_step_duration_seconds_count", me), 10);
+    double sum = 0;
+    for (const auto& rep : result.ranks[static_cast<std::size_t>(rank)].step_seconds) {
+      for (double s : rep) sum += s;
+    }
+    EXPECT_NEAR(value(text, "trainbench_step_duration_seconds_sum", me), sum, 1e-6 * sum + 1e-9)
+        << "the histogram holds the same step times as the report";
+    EXPECT_EQ(value(text, "trainbench_examples_total", me), 80);
+    // 16x32 + 32 + 32x4 + 4 = 676 fp32 gradients, all-reduced every step (warm-up included).
+    EXPECT_EQ(value(text, "trainbench_allreduce_bytes_total", me), 12 * 676 * 4);
+    EXPECT_GT(value(text, "trainbench_memory_peak_rss_bytes", me), 1 << 20);
+    EXPECT_GT(value(text, "trainbench_process_cpu_seconds_total", me), 0);
+  }
+  const auto outs = ranks.get();
+  for (const auto& o : outs) EXPECT_EQ(o.exit_code, 0) << o.output;
+}
+
+}  // namespace
