@@ -10,6 +10,8 @@ using nlohmann::json;
 
 constexpr const char* kDefaultImage = "trainbench/worker:0.1.0";
 constexpr int kDefaultMasterPort = 29500;
+/// Worker i of a trainer pod serves /metrics on kMetricsPort + i (container port "metrics-i").
+constexpr int kMetricsPort = 9400;
 
 json metadata(const JobContext& job, const std::string& name, const std::string& component, int run = -1,
               int attempt = -1, const std::string& role = "") {
@@ -176,7 +178,13 @@ json trainer_pod(const JobContext& job, const RunConfig& run, int attempt, int n
   const json tmpl = get_or(job.spec, "template", json::object());
   json c = {{"name", "trainer"},
             {"command", json::array({"trainbench", "node-launch"})},
-            {"env", json::array({env_var("NODE_RANK", std::to_string(node)), env_var("GROUP_RANK", std::to_string(node))})}};
+            {"env", json::array({env_var("NODE_RANK", std::to_string(node)), env_var("GROUP_RANK", std::to_string(node)),
+                                 env_var("TRAINBENCH_METRICS_PORT", std::to_string(kMetricsPort))})}};
+  json ports = json::array();
+  for (int i = 0; i < run.devices_per_node; ++i) {
+    ports.push_back({{"name", "metrics-" + std::to_string(i)}, {"containerPort", kMetricsPort + i}, {"protocol", "TCP"}});
+  }
+  c["ports"] = ports;
   if (tmpl.contains("resources")) c["resources"] = tmpl["resources"];
   return pod(job, trainer_pod_name(job.name, run.index, attempt, node), run, attempt, "trainer", c, false);
 }

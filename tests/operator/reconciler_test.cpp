@@ -166,6 +166,14 @@ TEST(Reconciler, FirstReconcileCreatesTheFirstRunWithRanksAndOwners) {
     EXPECT_EQ(env(a->body, "MASTER_ADDR"), "bj-r0.ns1.svc");
     EXPECT_EQ(env(a->body, "WORLD_SIZE"), "1");
     EXPECT_EQ(a->body["spec"]["restartPolicy"], "Never");
+    if (a->body["metadata"]["labels"]["trainbench.dev/role"] == "trainer") {
+      // One metrics port per worker process of the node (run 0 has one device per node).
+      EXPECT_EQ(env(a->body, "TRAINBENCH_METRICS_PORT"), "9400");
+      const json ports = a->body["spec"]["containers"][0]["ports"];
+      ASSERT_EQ(ports.size(), 1u);
+      EXPECT_EQ(ports[0]["name"], "metrics-0");
+      EXPECT_EQ(ports[0]["containerPort"], 9400);
+    }
   }
   const json st = status_of(d);
   EXPECT_EQ(st["phase"], "Running");

@@ -21,6 +21,14 @@ wait_for 120 all_running "${a0[@]}" || fail "attempt 0 not running: $(kc get pod
 wait_for 60 run_phase_is Running || fail "run not Running: $(kc get bj $JOB -o jsonpath='{.status.runs[0]}')"
 sleep 2  # training steps under way
 
+# Every worker serves /metrics on its pod IP, port 9400 + local rank (container port metrics-0).
+ip=$(kc get pod "$JOB-r0-a0-trainer-0" -o jsonpath='{.status.podIP}')
+port=$(kc get pod "$JOB-r0-a0-trainer-0" -o jsonpath='{.spec.containers[0].ports[?(@.name=="metrics-0")].containerPort}')
+[ "$port" = 9400 ] || fail "metrics port: $port"
+metrics=$(curl -sS --max-time 10 "http://$ip:$port/metrics") || fail "no /metrics on $ip:$port"
+grep -q "^trainbench_steps_total{job=\"$JOB\",model=\"mlp\",node=\"0\",paradigm=\"ddp\",rank=\"0\",role=\"trainer\",run=\"0\"} [1-9]" <<<"$metrics" ||
+  fail "trainer 0's metrics: $(grep trainbench_steps_total <<<"$metrics")"
+
 # 1. Kill one worker: the whole run restarts.
 kill_pod "$JOB-r0-a0-trainer-1" 9
 wait_for 60 all_running "${a1[@]}" || fail "attempt 1 did not start: $(kc get bj $JOB -o jsonpath='{.status.runs[0]}')"
