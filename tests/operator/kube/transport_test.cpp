@@ -2,7 +2,11 @@
 // certificates, tokens, error mapping, malformed answers, timeouts, cancellation, 429 retries,
 // request shapes and redacted logging.
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -131,13 +135,19 @@ TEST(Transport, ClientCertificateAuthentication) {
 }
 
 TEST(Transport, ConnectionRefused) {
-  int port;
-  {
-    FakeApiServer gone(echo_object());
-    port = gone.port();
-  }
-  kube::Client client(fake_config("https://127.0.0.1:" + std::to_string(port)));
+  // A port bound but not listening refuses connections, and holding it keeps any other process
+  // (tests run in parallel) from taking it meanwhile, as a closed server's port could be.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  kube::Client client(fake_config("https://127.0.0.1:" + std::to_string(ntohs(addr.sin_port))));
   EXPECT_EQ(transport_kind([&] { client.get(kCm, "default", "a"); }), kube::TransportError::Kind::kConnect);
+  ::close(fd);
 }
 
 TEST(Transport, ErrorStatusesBecomeTypedErrors) {
