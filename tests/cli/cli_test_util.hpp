@@ -11,24 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "file_io.hpp"
+#include "temp_dir.hpp"
+
 namespace trainbench::test {
 
-/// A fresh directory under $TMPDIR, removed (recursively) when the object dies.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
-void write_file(const std::string& path, const std::string& text, bool executable = false);
-std::string read_file(const std::string& path);
 
 /// Environment changes for a spawned process: set (value) or unset (nullopt).
 using EnvChanges = std::map<std::string, std::optional<std::string>>;

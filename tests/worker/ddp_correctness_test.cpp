@@ -17,7 +17,7 @@ namespace {
 using trainbench::RunConfig;
 using trainbench::test::ProcessOutcome;
 using trainbench::test::read_float32_file;
-using trainbench::test::read_text_file;
+using trainbench::test::read_file;
 using trainbench::test::run_ranks;
 using trainbench::test::TempDir;
 
@@ -125,7 +125,7 @@ TEST_P(DdpCorrectness, MatchesGlobalBatchReference) {
   EXPECT_GT(moved, 100 * diff);
 
   // Result: bucket count and shape.
-  const auto result = trainbench::run_result_from_json(nlohmann::json::parse(read_text_file(result_file)));
+  const auto result = trainbench::run_result_from_json(nlohmann::json::parse(read_file(result_file)));
   EXPECT_EQ(result.world_size, tc.world);
   EXPECT_EQ(result.parameter_count, expected_count);
   if (tc.many_buckets) {

@@ -95,7 +95,7 @@ std::vector<ProcessOutcome> wait_all(std::vector<Child>& children, std::chrono::
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   for (std::size_t i = 0; i < children.size(); ++i) {
-    out[i].output = read_text_file(children[i].log_path);
+    out[i].output = read_file(children[i].log_path);
   }
   return out;
 }
@@ -110,20 +110,6 @@ std::string worker_path() {
   if (p == nullptr) throw std::runtime_error("TRAINBENCH_WORKER_PATH not compiled in, TRAINBENCH_WORKER unset");
   return p;
 #endif
-}
-
-TempDir::TempDir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string templ = std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/tbworker-XXXXXX";
-  std::vector<char> buf(templ.begin(), templ.end());
-  buf.push_back('\0');
-  if (::mkdtemp(buf.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-  path_ = buf.data();
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
 }
 
 int free_port() {
@@ -176,19 +162,11 @@ std::vector<ProcessOutcome> run_ranks(const RunConfig& run,
 }
 
 std::vector<float> read_float32_file(const std::string& path) {
-  const std::string bytes = read_text_file(path);
+  const std::string bytes = read_file(path);
   if (bytes.size() % sizeof(float) != 0) throw std::runtime_error(path + ": size not a multiple of 4");
   std::vector<float> v(bytes.size() / sizeof(float));
   if (!v.empty()) std::memcpy(v.data(), bytes.data(), bytes.size());
   return v;
-}
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 RunConfig tiny_mlp_run(const std::string& job, const std::string& paradigm, int world) {

@@ -7,25 +7,14 @@
 #include <vector>
 
 #include "core/run_config.hpp"
+#include "file_io.hpp"
+#include "temp_dir.hpp"
 
 namespace trainbench::test {
 
 /// Path of the worker under test (compile definition TRAINBENCH_WORKER_PATH).
 std::string worker_path();
 
-/// A fresh directory under $TMPDIR (or /tmp), removed with its contents on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 /// A TCP port that was free a moment ago (bind 127.0.0.1:0, read it, close).
 int free_port();
@@ -54,6 +43,5 @@ RunConfig tiny_mlp_run(const std::string& job, const std::string& paradigm, int 
 /// Raw little-endian float32 file (TRAINBENCH_DUMP_PARAMS output).
 std::vector<float> read_float32_file(const std::string& path);
 
-std::string read_text_file(const std::string& path);
 
 }  // namespace trainbench::test

@@ -15,9 +15,19 @@
 
 namespace {
 
+bool port_is_free(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  if (fd >= 0) ::close(fd);
+  return ok;
+}
+
 using trainbench::RunConfig;
-using trainbench::test::free_port;
-using trainbench::test::read_text_file;
+using trainbench::test::read_file;
 using trainbench::test::run_ranks;
 using trainbench::test::scrape;
 using trainbench::test::TempDir;
@@ -29,11 +39,11 @@ TEST(WorkerMetricsE2E, EveryRankServesMetricsThatAgreeWithTheResult) {
   c.warmup_steps = 2;
   c.measure_steps = 5;
   TempDir dir;
-  // Two consecutive free ports (ranks listen on base + LOCAL_RANK).
+  // Two consecutive free ports (ranks listen on base + LOCAL_RANK), below Linux's ephemeral
+  // range (32768-60999) so that no socket bound to port 0 meanwhile (gloo's) can take one.
   int base = 0;
-  for (int tries = 0; tries < 20 && base == 0; ++tries) {
-    const int p = free_port();
-    if (p < 65535 && free_port() != p + 1) base = p;  // best effort: p + 1 is very likely free
+  for (int candidate = 20000 + static_cast<int>(::getpid() % 5000) * 2; base == 0 && candidate < 32000; candidate += 2) {
+    if (port_is_free(candidate) && port_is_free(candidate + 1)) base = candidate;
   }
   ASSERT_GT(base, 0);
   auto ranks = std::async(std::launch::async, [&] {
@@ -50,7 +60,7 @@ TEST(WorkerMetricsE2E, EveryRankServesMetricsThatAgreeWithTheResult) {
     for (const auto& o : ranks.get()) ADD_FAILURE() << "exit " << o.exit_code << ": " << o.output;
     FAIL() << "no result";
   }
-  const auto result = trainbench::run_result_from_json(nlohmann::json::parse(read_text_file(dir.file("r.json"))));
+  const auto result = trainbench::run_result_from_json(nlohmann::json::parse(read_file(dir.file("r.json"))));
   for (int rank = 0; rank < 2; ++rank) {
     const std::string text = scrape(base + rank);
     ASSERT_FALSE(text.empty()) << "rank " << rank << " does not serve /metrics on " << base + rank;

@@ -9,7 +9,7 @@
 namespace {
 
 using trainbench::RunConfig;
-using trainbench::test::read_text_file;
+using trainbench::test::read_file;
 using trainbench::test::run_process;
 using trainbench::test::run_ranks;
 using trainbench::test::TempDir;
@@ -24,7 +24,7 @@ TEST(WorkerRun, ResultAndProgressFiles) {
   const auto outs = run_ranks(tiny("none", 1), {{"TRAINBENCH_RESULT_FILE", dir.file("r.json")},
                                                 {"TRAINBENCH_PROGRESS_FILE", dir.file("p.json")}});
   ASSERT_EQ(outs[0].exit_code, 0) << outs[0].output;
-  const auto r = trainbench::run_result_from_json(nlohmann::json::parse(read_text_file(dir.file("r.json"))));
+  const auto r = trainbench::run_result_from_json(nlohmann::json::parse(read_file(dir.file("r.json"))));
   EXPECT_EQ(r.world_size, 1);
   EXPECT_EQ(r.ddp_bucket_count, 0);
   EXPECT_EQ(r.parameter_count, 16 * 32 + 32 + 32 * 4 + 4);
@@ -43,7 +43,7 @@ TEST(WorkerRun, ResultAndProgressFiles) {
   EXPECT_FALSE(r.environment.hostname.empty());
   EXPECT_NE(r.environment.blas.find("blas"), std::string::npos) << r.environment.blas;
 
-  const auto p = nlohmann::json::parse(read_text_file(dir.file("p.json")));
+  const auto p = nlohmann::json::parse(read_file(dir.file("p.json")));
   EXPECT_EQ(p.at("phase"), "measure");
   EXPECT_EQ(p.at("repeat"), 2);
   EXPECT_EQ(p.at("repeats"), 2);
@@ -129,7 +129,7 @@ TEST(WorkerRun, ResNetTrainsAtSmallImageSizeWithTwoRanks) {
   TempDir dir;
   const auto outs = run_ranks(c, {{"TRAINBENCH_RESULT_FILE", dir.file("r.json")}});
   for (const auto& o : outs) ASSERT_EQ(o.exit_code, 0) << o.output;
-  const auto r = trainbench::run_result_from_json(nlohmann::json::parse(read_text_file(dir.file("r.json"))));
+  const auto r = trainbench::run_result_from_json(nlohmann::json::parse(read_file(dir.file("r.json"))));
   EXPECT_EQ(r.parameter_count, 11689512);
   EXPECT_GT(r.ddp_bucket_count, 0);
   ASSERT_EQ(r.ranks.size(), 2U);

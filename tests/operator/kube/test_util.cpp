@@ -10,19 +10,8 @@
 
 namespace kubetest {
 
-TempDir::TempDir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "kubetest-XXXXXX").string();
-  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-  path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
 std::string TempDir::write(const std::string& name, const std::string& content) const {
-  const std::filesystem::path p = std::filesystem::path(path_) / name;
+  const std::filesystem::path p = std::filesystem::path(path()) / name;
   std::filesystem::create_directories(p.parent_path());
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   out << content;

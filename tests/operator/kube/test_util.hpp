@@ -8,21 +8,15 @@
 #include <string>
 
 #include "operator/kube/config.hpp"
+#include "temp_dir.hpp"
 
 namespace kubetest {
 
-class TempDir {
+/// tests/support's TempDir, plus writing files into it.
+class TempDir : public trainbench::test::TempDir {
  public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
   /// Writes `content` to path()/name (creating subdirectories) and returns the full path.
   std::string write(const std::string& name, const std::string& content) const;
-
- private:
-  std::string path_;
 };
 
 /// Sets (or with nullopt unsets) an environment variable for the lifetime of the object.
