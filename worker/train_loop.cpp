@@ -200,9 +200,7 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
 
   std::unique_ptr<WorkerMetrics> metrics;
   if (o.metrics_port >= 0) {
-    const std::string job = std::getenv("TRAINBENCH_JOB") != nullptr ? std::getenv("TRAINBENCH_JOB")
-                            : !c.job_name.empty()                   ? c.job_name
-                                                                    : "local";
+    const std::string job = c.job_name.empty() ? "local" : c.job_name;  // the plan always sets it
     const int port = o.metrics_port == 0 ? 0 : o.metrics_port + env.local_rank;
     metrics = WorkerMetrics::serve(o.metrics_host + ":" + std::to_string(port),
                                    MetricLabels{job, std::to_string(c.index), "trainer", std::to_string(env.rank),

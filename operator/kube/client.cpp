@@ -178,37 +178,24 @@ nlohmann::json Client::list_all(const ResourceType& type, const std::string& ns,
 
 nlohmann::json Client::create(const ResourceType& type, const std::string& ns, const nlohmann::json& object,
                               const WriteOptions& o) const {
-  HttpRequest req;
-  req.method = "POST";
-  req.path = type.path(namespace_for(type, ns, &object));
-  Params q;
-  add_write_params(q, o);
-  req.query = build_query(q);
-  req.body = with_type_meta(type, object).dump();
-  req.content_type = "application/json";
-  req.stop = o.stop;
-  return call(std::move(req));
+  return write_object("POST", type.path(namespace_for(type, ns, &object)), type, object, o);
 }
 
 nlohmann::json Client::update(const ResourceType& type, const std::string& ns, const nlohmann::json& object,
                               const WriteOptions& o) const {
-  HttpRequest req;
-  req.method = "PUT";
-  req.path = type.path(namespace_for(type, ns, &object), name_of(object));
-  Params q;
-  add_write_params(q, o);
-  req.query = build_query(q);
-  req.body = with_type_meta(type, object).dump();
-  req.content_type = "application/json";
-  req.stop = o.stop;
-  return call(std::move(req));
+  return write_object("PUT", type.path(namespace_for(type, ns, &object), name_of(object)), type, object, o);
 }
 
 nlohmann::json Client::update_status(const ResourceType& type, const std::string& ns, const nlohmann::json& object,
                                      const WriteOptions& o) const {
+  return write_object("PUT", type.path(namespace_for(type, ns, &object), name_of(object), "status"), type, object, o);
+}
+
+nlohmann::json Client::write_object(const std::string& method, std::string path, const ResourceType& type,
+                                    const nlohmann::json& object, const WriteOptions& o) const {
   HttpRequest req;
-  req.method = "PUT";
-  req.path = type.path(namespace_for(type, ns, &object), name_of(object), "status");
+  req.method = method;
+  req.path = std::move(path);
   Params q;
   add_write_params(q, o);
   req.query = build_query(q);

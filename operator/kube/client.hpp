@@ -122,6 +122,9 @@ class Client {
  private:
   nlohmann::json call(HttpRequest request) const;
   nlohmann::json delete_request(HttpRequest request, const DeleteOptions& options) const;
+  /// POST/PUT of a whole object (create, update, update_status).
+  nlohmann::json write_object(const std::string& method, std::string path, const ResourceType& type,
+                              const nlohmann::json& object, const WriteOptions& options) const;
   std::string namespace_for(const ResourceType& type, const std::string& ns, const nlohmann::json* object) const;
 
   std::shared_ptr<Transport> transport_;
