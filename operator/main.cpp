@@ -3,6 +3,10 @@
 //   trainbench-operator [--kubeconfig PATH] [--context NAME] [--namespace NS]
 //                       [--leader-elect=true|false] [--lease-namespace NS] [--lease-name NAME]
 //                       [--workers N] [--qps Q] [--burst B]
+//                       [--metrics-bind-address HOST:PORT|0] [--health-probe-bind-address HOST:PORT|0]
+//
+// GET /metrics on the metrics address (default :8080), GET /healthz and /readyz on the probe
+// address (default :8081); "0" turns either off. Each chosen address is logged (port 0 picks one).
 //
 // Without --kubeconfig: $KUBECONFIG, else the in-cluster service account, else ~/.kube/config.
 // SIGTERM / SIGINT: stop taking work, finish the reconciles in flight, release the lease, exit 0.
@@ -13,6 +17,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <random>
 #include <string>
 #include <thread>
@@ -23,10 +28,18 @@
 #include "operator/controller/leader_election.hpp"
 #include "operator/kube/config.hpp"
 #include "operator/kube/errors.hpp"
+#include "operator/metrics/operator_metrics.hpp"
+#include "telemetry/http_endpoint.hpp"
+#include "telemetry/prometheus_handler.hpp"
 
 namespace {
 
 std::atomic<bool> g_stop{false};
+
+/// What /readyz answers: ready while waiting for the lease (a standby replica is healthy) and,
+/// once leading, when every informer cache has synced.
+enum class Readiness { kStarting, kStandby, kSyncing, kReady };
+std::atomic<Readiness> g_readiness{Readiness::kStarting};
 
 void on_signal(int) { g_stop = true; }
 
@@ -36,6 +49,7 @@ struct Flags {
   int workers = 2;
   double qps = 50;
   int burst = 200;
+  std::string metrics_address = ":8080", health_address = ":8081";
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -69,7 +83,8 @@ Flags parse(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       std::cout << "usage: trainbench-operator [--kubeconfig PATH] [--context NAME] [--namespace NS]\n"
                    "       [--leader-elect=true|false] [--lease-namespace NS] [--lease-name NAME]\n"
-                   "       [--workers N] [--qps Q] [--burst B]\n";
+                   "       [--workers N] [--qps Q] [--burst B]\n"
+                   "       [--metrics-bind-address HOST:PORT|0] [--health-probe-bind-address HOST:PORT|0]\n";
       std::exit(0);
     } else if (a == "--kubeconfig") {
       f.kubeconfig = next();
@@ -91,6 +106,10 @@ Flags parse(int argc, char** argv) {
       f.qps = number(next());
     } else if (a == "--burst") {
       f.burst = static_cast<int>(number(next()));
+    } else if (a == "--metrics-bind-address") {
+      f.metrics_address = next();
+    } else if (a == "--health-probe-bind-address") {
+      f.health_address = next();
     } else {
       usage_error("unknown argument \"" + args[i] + "\"");
     }
@@ -124,6 +143,40 @@ int main(int argc, char** argv) {
                                                 : trainbench::kube::load_kubeconfig(flags.kubeconfig, flags.context);
     config.qps = flags.qps;
     config.burst = flags.burst;
+    auto metrics = std::make_shared<trainbench::op::OperatorMetrics>(trainbench::kVersion);
+    config.observe = metrics->request_observer();
+    namespace tel = trainbench::telemetry;
+    std::unique_ptr<tel::HttpEndpoint> metrics_endpoint, health_endpoint;
+    if (flags.metrics_address != "0") {
+      metrics_endpoint = std::make_unique<tel::HttpEndpoint>(
+          flags.metrics_address,
+          std::map<std::string, tel::HttpHandler>{
+              {"/metrics", tel::prometheus_handler(metrics->registry(), [metrics] { metrics->refresh(); })}});
+      std::cerr << "trainbench-operator: serving metrics on "
+                << flags.metrics_address.substr(0, flags.metrics_address.rfind(':')) << ":" << metrics_endpoint->port()
+                << "/metrics\n";
+    }
+    if (flags.health_address != "0") {
+      auto ok = [] { return tel::HttpReply{200, "text/plain; charset=utf-8", "ok\n"}; };
+      auto ready = [] {
+        switch (g_readiness.load()) {
+          case Readiness::kStandby:
+            return tel::HttpReply{200, "text/plain; charset=utf-8", "ok (standby: waiting for the lease)\n"};
+          case Readiness::kReady:
+            return tel::HttpReply{200, "text/plain; charset=utf-8", "ok\n"};
+          case Readiness::kSyncing:
+            return tel::HttpReply{503, "text/plain; charset=utf-8", "informer caches not synced yet\n"};
+          case Readiness::kStarting:
+            break;
+        }
+        return tel::HttpReply{503, "text/plain; charset=utf-8", "starting\n"};
+      };
+      health_endpoint = std::make_unique<tel::HttpEndpoint>(
+          flags.health_address, std::map<std::string, tel::HttpHandler>{{"/healthz", ok}, {"/readyz", ready}});
+      std::cerr << "trainbench-operator: serving /healthz and /readyz on "
+                << flags.health_address.substr(0, flags.health_address.rfind(':')) << ":" << health_endpoint->port()
+                << "\n";
+    }
     const std::string lease_ns = !flags.lease_namespace.empty() ? flags.lease_namespace
                                  : !config.default_namespace.empty() ? config.default_namespace
                                                                 : "default";
@@ -140,19 +193,35 @@ int main(int argc, char** argv) {
       elector = std::make_unique<trainbench::op::LeaderElector>(client, le);
       std::cerr << "trainbench-operator: waiting for the lease " << lease_ns << "/" << flags.lease_name << " as "
                 << le.identity << "\n";
+      g_readiness = Readiness::kStandby;
       if (!elector->acquire(g_stop)) return 0;
       std::cerr << "trainbench-operator: leading\n";
-      elector->keep_renewing([] {
+      elector->keep_renewing([metrics] {
         std::cerr << "trainbench-operator: lost the lease; stopping\n";
+        metrics->set_leader(false);
         g_stop = true;
       });
     }
+    metrics->set_leader(true);
+    g_readiness = Readiness::kSyncing;
     trainbench::op::ControllerOptions co;
     co.watch_namespace = flags.watch_namespace;
     co.workers = flags.workers;
+    co.metrics = metrics;
     {
       trainbench::op::Controller controller(client, co);
+      metrics->set_snapshot_source([&controller] {
+        const auto snap = controller.snapshot();
+        if (snap.synced) g_readiness = Readiness::kReady;
+        return snap;
+      });
+      std::thread readiness([&] {  // /readyz turns ready without waiting for a scrape
+        while (!g_stop && !controller.snapshot().synced) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (!g_stop) g_readiness = Readiness::kReady;
+      });
       controller.run(g_stop);
+      readiness.join();
+      metrics->set_snapshot_source({});
     }
     if (elector) elector->release();
     std::cerr << "trainbench-operator: stopped\n";

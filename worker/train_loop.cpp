@@ -16,6 +16,7 @@
 #include "core/run_result.hpp"
 #include "core/version.hpp"
 #include "worker/ddp_reducer.hpp"
+#include "worker/gpu_monitor.hpp"
 #include "worker/metrics.hpp"
 #include "worker/models.hpp"
 #include "worker/output_files.hpp"
@@ -204,9 +205,15 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
     const int port = o.metrics_port == 0 ? 0 : o.metrics_port + env.local_rank;
     metrics = WorkerMetrics::serve(o.metrics_host + ":" + std::to_string(port),
                                    MetricLabels{job, std::to_string(c.index), "trainer", std::to_string(env.rank),
-                                                std::to_string(env.node_rank), c.model, c.paradigm},
+                                                std::to_string(env.node_rank), c.model, c.paradigm, world},
                                    BuildInfo{kVersion, TORCH_VERSION, c.backend, c.device});
     metrics->set_planned_steps(static_cast<std::int64_t>(c.warmup_steps) + c.repeats * c.measure_steps);
+  }
+  std::unique_ptr<GpuMonitor> gpu_monitor;
+  if (metrics && device.is_cuda()) {
+    std::string why;
+    gpu_monitor = GpuMonitor::open(device.index(), &why);
+    if (!gpu_monitor) std::cerr << "trainbench-worker: no GPU utilization metrics: " << why << "\n";
   }
   const std::int64_t allreduce_bytes = reducer && world > 1 ? reducer->bytes_per_step() : 0;
   double last_communication = 0;
@@ -257,6 +264,9 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
     if (device.is_cuda()) {
       metrics->set_gpu_memory(compat::cuda_memory_allocated_bytes(device.index()),
                               compat::cuda_peak_memory_bytes(device.index()));
+    }
+    if (gpu_monitor) {
+      if (const auto g = gpu_monitor->sample()) metrics->set_gpu_utilization(g->utilization_ratio, g->memory_used_bytes);
     }
   };
   const bool report_progress = env.rank == 0 && !o.progress_file.empty();

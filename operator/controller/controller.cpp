@@ -32,7 +32,9 @@ std::string managed_selector() { return std::string("app.kubernetes.io/managed-b
 }  // namespace
 
 Controller::Controller(std::shared_ptr<const kube::Client> client, ControllerOptions options)
-    : client_(std::move(client)), options_(std::move(options)) {
+    : client_(std::move(client)),
+      options_(std::move(options)),
+      metrics_(options_.metrics ? options_.metrics : std::make_shared<ControllerMetrics>()) {
   kube::ReflectorHandlers job_handlers;
   auto job_changed = [this](const json& o) {
     const std::string key = kube::object_key(o);
@@ -99,6 +101,19 @@ bool Controller::exists(const kube::Reflector& r, const std::string& key, const 
 }
 
 void Controller::reconcile_key(const std::string& key) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  bool done = false;
+  try {
+    done = reconcile_once(key);
+  } catch (...) {
+    metrics_->reconciled(ControllerMetrics::Outcome::kError, seconds());
+    throw;
+  }
+  metrics_->reconciled(done ? ControllerMetrics::Outcome::kSuccess : ControllerMetrics::Outcome::kRequeue, seconds());
+}
+
+bool Controller::reconcile_once(const std::string& key) {
   const auto slash = key.find('/');
   const std::string ns = key.substr(0, slash), name = key.substr(slash + 1);
   const auto now = OwnWrites::Clock::now();
@@ -107,17 +122,17 @@ void Controller::reconcile_key(const std::string& key) {
   std::optional<json> job = jobs_->cache()->get(ns, name);
   if (!job) {
     own_.forget(key);
-    return;  // deleted: garbage collection removes what it owned
+    return true;  // deleted: garbage collection removes what it owned
   }
   switch (own_.job_freshness(key, (*job)["metadata"].value("resourceVersion", ""), now)) {
     case OwnWrites::Freshness::kCurrent:
       break;
     case OwnWrites::Freshness::kWaiting:
       queue_.add_after(key, std::chrono::seconds(1));  // the watch event will usually come first
-      return;
+      return true;
     case OwnWrites::Freshness::kExpired:
       job = client_->try_get(kube::resources::benchmark_jobs(), ns, name);
-      if (!job) return;
+      if (!job) return true;
       break;
   }
   Observed o;
@@ -137,10 +152,16 @@ void Controller::reconcile_key(const std::string& key) {
     // The job changed since this reconcile read it (its status write carries the version it
     // read): decide again on the new one.
     queue_.add_rate_limited(key);
-    return;
+    return false;
+  }
+  // Counted only now that the status recording the transition is written (a conflict above
+  // would decide, and emit, again).
+  for (const auto& a : d.actions) {
+    if (a.verb == Action::Verb::Event) metrics_->transition(a.body.value("reason", ""));
   }
   queue_.forget(key);
   if (d.requeue_after) queue_.add_after(key, *d.requeue_after);
+  return true;
 }
 
 void Controller::execute(const std::string& key, const std::string& ns, const std::string& job_version,
@@ -198,6 +219,25 @@ void Controller::execute(const std::string& key, const std::string& ns, const st
   }
 }
 
+ControllerSnapshot Controller::snapshot() const {
+  ControllerSnapshot snap;
+  snap.queue_depth = queue_.depth();
+  snap.synced = synced_;
+  for (const auto& job : jobs_->cache()->list()) {
+    const std::string phase = job.value("status", json::object()).value("phase", "");
+    ++snap.jobs_by_phase[phase.empty() ? "Pending" : phase];
+  }
+  const std::pair<const char*, const kube::Reflector*> informers[] = {
+      {"benchmarkjobs", jobs_.get()}, {"pods", pods_.get()},   {"configmaps", configmaps_.get()},
+      {"services", services_.get()},  {"serviceaccounts", accounts_.get()}, {"roles", roles_.get()},
+      {"rolebindings", bindings_.get()}};
+  for (const auto& [resource, r] : informers) {
+    const auto st = r->stats();
+    snap.informers[resource] = {st.watches, st.relists_on_gone, r->cache()->size()};
+  }
+  return snap;
+}
+
 void Controller::run(const std::atomic<bool>& stop) {
   for (auto* r : {jobs_.get(), pods_.get(), configmaps_.get(), services_.get(), accounts_.get(), roles_.get(),
                   bindings_.get()}) {
@@ -208,6 +248,7 @@ void Controller::run(const std::atomic<bool>& stop) {
     while (!stop && !r->wait_for_sync(std::chrono::milliseconds(200))) {
     }
   }
+  synced_ = !stop;
   std::vector<std::thread> workers;
   for (int i = 0; i < std::max(1, options_.workers); ++i) {
     workers.emplace_back([this] {

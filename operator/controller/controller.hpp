@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "operator/controller/controller_metrics.hpp"
 #include "operator/controller/own_writes.hpp"
 #include "operator/controller/reconciler.hpp"
 #include "operator/controller/work_queue.hpp"
@@ -16,6 +17,7 @@ namespace trainbench::op {
 struct ControllerOptions {
   std::string watch_namespace;  ///< empty: all namespaces
   int workers = 2;
+  std::shared_ptr<ControllerMetrics> metrics;  ///< optional
 };
 
 /// The operator's control loop: reflectors (list + watch) on BenchmarkJobs and on everything the
@@ -38,6 +40,9 @@ class Controller {
   /// Reconciles one job now (used by run()'s workers; public for tests).
   void reconcile_key(const std::string& key);
 
+  /// Queue depth, jobs by phase, informer counts: read at scrape time. Thread-safe.
+  ControllerSnapshot snapshot() const;
+
  private:
   void enqueue_owner(const nlohmann::json& obj);
   void execute(const std::string& key, const std::string& ns, const std::string& job_version, const Action& action);
@@ -46,8 +51,13 @@ class Controller {
   bool exists(const kube::Reflector& r, const std::string& key, const std::string& resource, const std::string& ns,
               const std::string& name, OwnWrites::Clock::time_point now);
 
+  /// reconcile_key's work; false when a write conflicted and the key was requeued.
+  bool reconcile_once(const std::string& key);
+
   std::shared_ptr<const kube::Client> client_;
   ControllerOptions options_;
+  std::shared_ptr<ControllerMetrics> metrics_;
+  std::atomic<bool> synced_{false};
   WorkQueue queue_;
   OwnWrites own_;
   std::unique_ptr<kube::Reflector> jobs_, pods_, configmaps_, services_, accounts_, roles_, bindings_;

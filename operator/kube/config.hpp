@@ -9,6 +9,7 @@
 #include <string>
 
 #include "operator/kube/log.hpp"
+#include "operator/kube/request_info.hpp"
 
 namespace trainbench::kube {
 
@@ -41,6 +42,7 @@ struct ClientConfig {
   int max_retries_on_429 = 3;                ///< honouring Retry-After (capped at 30 s each)
   std::string user_agent = "trainbench-operator";
   LogSink log;  ///< optional request logging (redacted); see log.hpp
+  RequestObserver observe;  ///< optional: every exchange's verb, resource, code, latency (metrics)
 };
 
 /// Loads a kubeconfig. `path` may be a colon-separated list as in KUBECONFIG (entries merged,

@@ -175,6 +175,13 @@ struct Transport::Impl {
 
   void log_exchange(const HttpRequest& r, int status, const std::string& body, SteadyTime start,
                     const std::string& note) const {
+    if (cfg.observe) {
+      RequestRecord rec;
+      rec.info = classify_request(r.method, r.path, r.query);
+      rec.code = status;
+      rec.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      cfg.observe(rec);
+    }
     if (!cfg.log) return;
     std::string line = "kube: " + r.method + " " + r.path + (r.query.empty() ? "" : "?" + r.query) + " -> ";
     line += status ? std::to_string(status) : std::string("no answer");

@@ -17,7 +17,7 @@ using trainbench::test::value;
 
 namespace {
 
-MetricLabels labels() { return {"bj", "1", "trainer", "3", "1", "mlp", "ddp"}; }
+MetricLabels labels() { return {"bj", "1", "trainer", "3", "1", "mlp", "ddp", 4}; }
 
 }  // namespace
 
@@ -32,9 +32,11 @@ TEST(WorkerMetrics, ServesStepsProgressAndProcessMetrics) {
   const std::string text = scrape(m->port());
   ASSERT_FALSE(text.empty());
 
-  const std::string series = R"(job="bj",model="mlp",node="1",paradigm="ddp",rank="3",role="trainer",run="1")";
+  const std::string series = R"(benchmark_job="bj",model="mlp",node="1",paradigm="ddp",rank="3",role="trainer",run="1")";
   EXPECT_NE(text.find("trainbench_steps_total{" + series + "} 3"), std::string::npos) << text;
   EXPECT_EQ(value(text, "trainbench_steps_planned"), 5);
+  EXPECT_EQ(value(text, "trainbench_world_size"), 4);
+  EXPECT_EQ(text.find("{job="), std::string::npos) << "\"job\" is Prometheus's target label";
   EXPECT_EQ(value(text, "trainbench_step_duration_seconds_count"), 2) << "warm-up steps are not timed";
   EXPECT_NEAR(value(text, "trainbench_step_duration_seconds_sum"), 0.5, 1e-9);
   EXPECT_EQ(value(text, "trainbench_step_duration_seconds_bucket", "le=\"0.25\""), 1);

@@ -65,7 +65,7 @@ TEST(WorkerMetricsE2E, EveryRankServesMetricsThatAgreeWithTheResult) {
     const std::string text = scrape(base + rank);
     ASSERT_FALSE(text.empty()) << "rank " << rank << " does not serve /metrics on " << base + rank;
     const std::string me = "rank=\"" + std::to_string(rank) + "\"";
-    EXPECT_NE(text.find("job=\"metrics-e2e\""), std::string::npos);
+    EXPECT_NE(text.find("benchmark_job=\"metrics-e2e\""), std::string::npos);
     EXPECT_NE(text.find("run=\"1\""), std::string::npos);
     EXPECT_NE(text.find(me), std::string::npos);
     EXPECT_EQ(value(text, "trainbench_steps_total", me), 12) << "2 warm-up + 2 x 5 measured";

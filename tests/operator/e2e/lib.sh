@@ -81,7 +81,8 @@ mlp_job() {
 }
 
 start_operator() {
-  "$OPERATOR" --kubeconfig "$KUBECONFIG" "$@" >>"$WORK/operator.log" 2>&1 &
+  "$OPERATOR" --kubeconfig "$KUBECONFIG" --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
+    "$@" >>"$WORK/operator.log" 2>&1 &
   OPERATOR_PID=$!
   PIDS+=($OPERATOR_PID)
 }

@@ -1,5 +1,5 @@
 #pragma once
-// Test support: scrape a Prometheus /metrics endpoint over plain HTTP and read sample values.
+// Test support: plain HTTP requests to a local endpoint; scrape /metrics and read sample values.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -12,8 +12,14 @@
 
 namespace trainbench::test {
 
-/// GET http://127.0.0.1:port/metrics, the body ("" on failure).
-inline std::string scrape(int port) {
+struct HttpAnswer {
+  int status = 0;  ///< 0: no answer
+  std::string head;  ///< status line and headers
+  std::string body;
+};
+
+/// One HTTP/1.0 request to 127.0.0.1:port (the server closes after answering).
+inline HttpAnswer http_request(int port, const std::string& method, const std::string& path) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -21,7 +27,7 @@ inline std::string scrape(int port) {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::string out;
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    const std::string req = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    const std::string req = method + " " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
     if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
       char buf[8192];
       ssize_t n;
@@ -29,9 +35,17 @@ inline std::string scrape(int port) {
     }
   }
   close(fd);
+  HttpAnswer a;
   const auto body = out.find("\r\n\r\n");
-  return body == std::string::npos ? "" : out.substr(body + 4);
+  if (body == std::string::npos || out.size() < 12) return a;
+  a.status = std::stoi(out.substr(9, 3));
+  a.head = out.substr(0, body);
+  a.body = out.substr(body + 4);
+  return a;
 }
+
+/// GET http://127.0.0.1:port/metrics, the body ("" on failure).
+inline std::string scrape(int port) { return http_request(port, "GET", "/metrics").body; }
 
 /// The value of the series `name{...labels...}` whose label set contains `must_contain`.
 inline double value(const std::string& text, const std::string& name, const std::string& must_contain = "") {
