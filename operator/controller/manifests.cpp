@@ -1,5 +1,8 @@
 #include "operator/controller/manifests.hpp"
 
+#include <algorithm>
+#include <optional>
+
 #include "operator/controller/json_access.hpp"
 #include "operator/controller/naming.hpp"
 
@@ -12,6 +15,32 @@ constexpr const char* kDefaultImage = "trainbench/worker:0.1.0";
 constexpr int kDefaultMasterPort = 29500;
 /// Worker i of a trainer pod serves /metrics on kMetricsPort + i (container port "metrics-i").
 constexpr int kMetricsPort = 9400;
+/// After its run, a worker keeps serving its last values this long (a few scrape intervals), also
+/// through the SIGTERM of the run's cleanup; spec.template.env can set
+/// TRAINBENCH_METRICS_LINGER_SECONDS to another value. Trainer pods get a termination grace
+/// period that covers it.
+constexpr int kDefaultMetricsLingerSeconds = 20;
+constexpr int kGraceBeyondLingerSeconds = 10;
+
+/// TRAINBENCH_METRICS_LINGER_SECONDS from spec.template.env when it is a plain number there.
+std::optional<int> template_linger_seconds(const json& tmpl) {
+  for (const auto& e : get_or(tmpl, "env", json::array())) {
+    if (!e.is_object() || get_or(e, "name", "") != "TRAINBENCH_METRICS_LINGER_SECONDS") continue;
+    const json value = get_or(e, "value", "");
+    if (!value.is_string()) return std::nullopt;
+    const std::string v = value.get<std::string>();
+    if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    return std::stoi(v);
+  }
+  return std::nullopt;
+}
+
+bool template_sets_env(const json& tmpl, const std::string& name) {
+  for (const auto& e : get_or(tmpl, "env", json::array())) {
+    if (e.is_object() && get_or(e, "name", "") == name) return true;
+  }
+  return false;
+}
 
 json metadata(const JobContext& job, const std::string& name, const std::string& component, int run = -1,
               int attempt = -1, const std::string& role = "") {
@@ -180,13 +209,19 @@ json trainer_pod(const JobContext& job, const RunConfig& run, int attempt, int n
             {"command", json::array({"trainbench", "node-launch"})},
             {"env", json::array({env_var("NODE_RANK", std::to_string(node)), env_var("GROUP_RANK", std::to_string(node)),
                                  env_var("TRAINBENCH_METRICS_PORT", std::to_string(kMetricsPort))})}};
+  if (!template_sets_env(tmpl, "TRAINBENCH_METRICS_LINGER_SECONDS")) {
+    c["env"].push_back(env_var("TRAINBENCH_METRICS_LINGER_SECONDS", std::to_string(kDefaultMetricsLingerSeconds)));
+  }
   json ports = json::array();
   for (int i = 0; i < run.devices_per_node; ++i) {
     ports.push_back({{"name", "metrics-" + std::to_string(i)}, {"containerPort", kMetricsPort + i}, {"protocol", "TCP"}});
   }
   c["ports"] = ports;
   if (tmpl.contains("resources")) c["resources"] = tmpl["resources"];
-  return pod(job, trainer_pod_name(job.name, run.index, attempt, node), run, attempt, "trainer", c, false);
+  json p = pod(job, trainer_pod_name(job.name, run.index, attempt, node), run, attempt, "trainer", c, false);
+  const int linger = template_linger_seconds(tmpl).value_or(kDefaultMetricsLingerSeconds);
+  p["spec"]["terminationGracePeriodSeconds"] = std::max(30, linger + kGraceBeyondLingerSeconds);
+  return p;
 }
 
 }  // namespace trainbench::op

@@ -1,5 +1,7 @@
 #include "kubelet.hpp"
 
+#include <cctype>
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -41,6 +43,7 @@ struct ContainerRun {
 
 struct PodRun {
   std::string ns, name, uid, node, ip, host_ip, dir, restart_policy, start_time;
+  json labels = json::object();
   std::mutex mu;
   std::condition_variable cv;
   std::vector<ContainerRun> containers;  // init containers first, then the others
@@ -415,6 +418,7 @@ struct Kubelet::Impl {
     run->ns = str(pod, "metadata.namespace");
     run->name = str(pod, "metadata.name");
     run->uid = str(pod, "metadata.uid");
+    run->labels = pod["metadata"].value("labels", json::object());
     run->node = str(pod, "spec.nodeName");
     run->restart_policy = pod["spec"].value("restartPolicy", "Always");
     run->ip = allocate_ip();
@@ -842,6 +846,56 @@ void Kubelet::start() {
 }
 
 void Kubelet::stop() { impl_->stop(); }
+
+namespace {
+
+/// Prometheus's label-name sanitizing (as its kubernetes_sd does for pod labels).
+std::string sanitize_label_name(const std::string& in) {
+  std::string out = in;
+  for (auto& ch : out) {
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') ch = '_';
+  }
+  return out;
+}
+
+}  // namespace
+
+json Kubelet::scrape_targets() const {
+  std::vector<RunPtr> all;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    for (const auto& kv : impl_->runs) all.push_back(kv.second);
+  }
+  json groups = json::array();
+  for (const auto& run : all) {
+    std::lock_guard<std::mutex> lock(run->mu);
+    for (const auto& c : run->containers) {
+      if (c.init || !c.running) continue;
+      for (const auto& port : c.spec.value("ports", json::array())) {
+        const int number = port.value("containerPort", 0);
+        if (number <= 0) continue;
+        json labels = {{"__meta_kubernetes_namespace", run->ns},
+                       {"__meta_kubernetes_pod_name", run->name},
+                       {"__meta_kubernetes_pod_uid", run->uid},
+                       {"__meta_kubernetes_pod_ip", run->ip},
+                       {"__meta_kubernetes_pod_node_name", run->node},
+                       {"__meta_kubernetes_pod_phase", "Running"},
+                       {"__meta_kubernetes_pod_container_name", c.name},
+                       {"__meta_kubernetes_pod_container_init", "false"},
+                       {"__meta_kubernetes_pod_container_port_name", port.value("name", "")},
+                       {"__meta_kubernetes_pod_container_port_number", std::to_string(number)},
+                       {"__meta_kubernetes_pod_container_port_protocol", port.value("protocol", "TCP")}};
+        for (const auto& [k, v] : run->labels.items()) {
+          if (!v.is_string()) continue;
+          labels["__meta_kubernetes_pod_label_" + sanitize_label_name(k)] = v;
+          labels["__meta_kubernetes_pod_labelpresent_" + sanitize_label_name(k)] = "true";
+        }
+        groups.push_back({{"targets", json::array({run->ip + ":" + std::to_string(number)})}, {"labels", labels}});
+      }
+    }
+  }
+  return groups;
+}
 
 int Kubelet::kill(const std::string& ns, const std::string& pod, const std::string& container, int signal) {
   RunPtr run = impl_->find(ns, pod);

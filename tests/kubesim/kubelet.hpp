@@ -56,6 +56,10 @@ class Kubelet {
   /// Whether the container is not running any more (or never will).
   bool container_finished(const std::string& ns, const std::string& pod, const std::string& container) const;
   json stats() const;
+  /// Prometheus targets as its kubernetes_sd (role: pod) would find them, in file_sd format: one
+  /// group per declared port of each running container, with the same __meta_kubernetes_pod_*
+  /// labels, so the relabeling a cluster's scrape config uses works unchanged.
+  json scrape_targets() const;
 
  private:
   struct Impl;

@@ -2,6 +2,7 @@
 //
 //   kubesim --listen 127.0.0.1:0 --dir DIR [--kubelet process|fake|none] [--node NAME[:k=v,...]]...
 //           [--bookmark-interval SECONDS] [--max-grace SECONDS] [--dns-wait SECONDS] [--podnet-lib PATH]
+//           [--prometheus-sd FILE]
 //           [--watch-history EVENTS] [--no-aggregated-discovery]
 //
 // Writes DIR/{ca.crt,ca.key,server.crt,server.key,kubeconfig,admin-token,audit.log}, prints
@@ -14,6 +15,9 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <chrono>
+#include <thread>
+#include <atomic>
 #include <iostream>
 #include <memory>
 
@@ -35,7 +39,7 @@ namespace {
                "kubesim: %s\n"
                "usage: kubesim --listen HOST:PORT --dir DIR [--kubelet process|fake|none] [--node NAME[:k=v,...]]...\n"
                "               [--bookmark-interval SECONDS] [--max-grace SECONDS] [--dns-wait SECONDS]\n"
-               "               [--podnet-lib PATH]\n"
+               "               [--podnet-lib PATH] [--prometheus-sd FILE]\n"
                "               [--watch-history EVENTS] [--no-aggregated-discovery]\n",
                why.c_str());
   std::exit(2);
@@ -86,6 +90,7 @@ int main(int argc, char** argv) {
   ServerOptions sopts;
   std::size_t history = 20000;
   std::optional<std::string> podnet;
+  std::string prometheus_sd;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -108,6 +113,7 @@ int main(int argc, char** argv) {
       else if (a == "--watch-history") history = std::stoul(value());
       else if (a == "--no-aggregated-discovery") sopts.aggregated_discovery = false;
       else if (a == "--podnet-lib") podnet = value();
+      else if (a == "--prometheus-sd") prometheus_sd = value();
       else if (a == "--help" || a == "-h") usage("help");
       else usage("unknown argument " + a);
     } catch (const std::invalid_argument&) {
@@ -175,12 +181,33 @@ int main(int argc, char** argv) {
     handler = std::make_unique<ApiServer>(api, tokens, audit, &kubelet, sopts);
     http.start();
 
+    // Prometheus file-based service discovery: the running pods' ports, rewritten (atomically)
+    // whenever they change; Prometheus re-reads the file on change (inotify).
+    std::atomic<bool> sd_stop{false};
+    std::thread sd_writer;
+    if (!prometheus_sd.empty()) {
+      write_file_atomic(prometheus_sd, "[]\n", 0644);
+      sd_writer = std::thread([&] {
+        std::string last = "[]\n";
+        while (!sd_stop) {
+          const std::string now = kubelet.scrape_targets().dump(1) + "\n";
+          if (now != last) {
+            write_file_atomic(prometheus_sd, now, 0644);
+            last = now;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        }
+      });
+    }
+
     std::printf("kubesim ready %s\n", url.c_str());
     std::fflush(stdout);
 
     int sig = 0;
     sigwait(&stop_signals, &sig);
     std::fprintf(stderr, "kubesim: %s, shutting down\n", strsignal(sig));
+    sd_stop = true;
+    if (sd_writer.joinable()) sd_writer.join();
     http.stop();
     kubelet.stop();
     gc.stop();

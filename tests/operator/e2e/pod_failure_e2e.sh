@@ -26,7 +26,7 @@ ip=$(kc get pod "$JOB-r0-a0-trainer-0" -o jsonpath='{.status.podIP}')
 port=$(kc get pod "$JOB-r0-a0-trainer-0" -o jsonpath='{.spec.containers[0].ports[?(@.name=="metrics-0")].containerPort}')
 [ "$port" = 9400 ] || fail "metrics port: $port"
 metrics=$(curl -sS --max-time 10 "http://$ip:$port/metrics") || fail "no /metrics on $ip:$port"
-grep -q "^trainbench_steps_total{job=\"$JOB\",model=\"mlp\",node=\"0\",paradigm=\"ddp\",rank=\"0\",role=\"trainer\",run=\"0\"} [1-9]" <<<"$metrics" ||
+grep -q "^trainbench_steps_total{benchmark_job=\"$JOB\",model=\"mlp\",node=\"0\",paradigm=\"ddp\",rank=\"0\",role=\"trainer\",run=\"0\"} [1-9]" <<<"$metrics" ||
   fail "trainer 0's metrics: $(grep trainbench_steps_total <<<"$metrics")"
 
 # 1. Kill one worker: the whole run restarts.
