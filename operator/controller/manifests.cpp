@@ -11,7 +11,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kDefaultImage = "trainbench/worker:0.1.0";
 constexpr int kDefaultMasterPort = 29500;
 /// Worker i of a trainer pod serves /metrics on kMetricsPort + i (container port "metrics-i").
 constexpr int kMetricsPort = 9400;
@@ -101,7 +100,7 @@ json pod(const JobContext& job, const std::string& name, const RunConfig& run, i
   volumes.push_back({{"name", "tmp"}, {"emptyDir", json::object()}});
   json mounts = get_or(tmpl, "volumeMounts", json::array());
   mounts.push_back({{"name", "tmp"}, {"mountPath", "/tmp"}});
-  container["image"] = get_or(tmpl, "image", kDefaultImage);
+  container["image"] = get_or(tmpl, "image", PodTemplate::default_worker_image());
   container["imagePullPolicy"] = get_or(tmpl, "imagePullPolicy", "IfNotPresent");
   container["volumeMounts"] = mounts;
   container["securityContext"] = container_security();

@@ -1,0 +1,541 @@
+#!/usr/bin/env bash
+# The Helm chart (helm/trainbench), checked with the real helm 3.17 and then run:
+#
+#  1. metadata: appVersion = the project version, the chart's CRD byte-identical to crds/, the
+#     Dockerfiles' image names/tags/uid consistent with the chart and the operator;
+#  2. `helm lint --strict` and `helm template` with the default values and every
+#     tests/helm/values-*.yaml, asserting the rendered objects (security contexts, probes on the
+#     ports the flags open, args, RBAC kind per scope, the rules = docs/operator.md's table,
+#     Service/ServiceMonitor/PodMonitor wiring, dashboard ConfigMap); values.schema.json rejecting
+#     bad values;
+#  3. on kubesim (the API-server emulator; tests/kubesim): the rendered chart applied with
+#     kubectl, the Deployment's pod template run as pods (kubesim has no Deployment controller;
+#     its kubelet runs the container's command with the pod's ServiceAccount token, in-cluster
+#     config, exactly the args the chart renders), two replicas (leader election, failover),
+#     probes and /metrics on the named ports, BenchmarkJobs to Succeeded and to Failed, a worker
+#     scraped on the port the PodMonitor selects; from kubesim's audit log: the operator's
+#     ServiceAccount never got a 403, and every rule of the chart's RBAC was used (or is in
+#     UNUSED_OK below, with the reason); then the same in namespace scope (Role only).
+#
+# Needs: KUBESIM, OPERATOR, BIN_DIRS (dirs with trainbench and trainbench-worker), CRD
+# (as tests/operator/e2e); HELM (default: $REPO/.tools/helm/helm, else helm on PATH;
+# scripts/fetch-helm.sh fetches it). Optional: REPO (default: this file's repository).
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=${REPO:-$(cd "$HERE/../.." && pwd)}
+# shellcheck source=../operator/e2e/lib.sh
+source "$REPO/tests/operator/e2e/lib.sh"
+T0=$SECONDS
+
+CHART=$REPO/helm/trainbench
+# Rules of the chart that a successful and a failed run need not exercise, each with its reason.
+# Anything else in the rendered (Cluster)Role that the operator never used fails the test.
+UNUSED_OK=(
+  # The API is read only when the informer cache has not shown the operator's own status write
+  # for 10 s (docs/operator.md, "Read your own writes"): a fallback that a healthy run never takes.
+  "trainbench.dev|benchmarkjobs|get"
+  # Held only so that the operator may create the per-job reporter Role that grants them to the
+  # master pods: RBAC forbids granting what one does not hold (escalation check; proven below).
+  "|configmaps|get"
+  "|configmaps|update"
+  "|configmaps|patch"
+)
+
+# On failure, the operator pods' logs go where lib.sh's cleanup prints them from.
+dump_operator_logs() {
+  for f in "$WORK"/sim/pods/*/operator.log; do
+    [ -f "$f" ] && { echo "== $f"; tail -n 30 "$f"; }
+  done >"$WORK/operator.log" 2>/dev/null || true
+}
+trap 'rc=$?; set +e; [ $rc -eq 0 ] || dump_operator_logs; (exit $rc); cleanup' EXIT
+
+# ---------------------------------------------------------------------------------------------
+# helm
+HELM_GIVEN=${HELM:-}
+HELM=$HELM_GIVEN
+if [ -z "$HELM" ] || [ ! -x "$HELM" ]; then
+  if [ -x "$REPO/.tools/helm/helm" ]; then HELM=$REPO/.tools/helm/helm; else HELM=$(command -v helm || true); fi
+fi
+[ -n "$HELM" ] && [ -x "$HELM" ] ||
+  fail "helm not found (tried HELM='$HELM_GIVEN', $REPO/.tools/helm/helm, PATH): run scripts/fetch-helm.sh (it prints the path) or set HELM"
+export HELM_CACHE_HOME="$WORK/helm/cache" HELM_CONFIG_HOME="$WORK/helm/config" HELM_DATA_HOME="$WORK/helm/data"
+helm_version=$("$HELM" version --template '{{.Version}}')
+case "$helm_version" in v3.*) ;; *) fail "$HELM is helm $helm_version; the chart needs helm 3" ;; esac
+echo "helm $helm_version ($HELM)"
+
+# Objects as a JSON array, converted by kubectl without a server (helm has no JSON output).
+to_json() {
+  KUBECONFIG=/dev/null "$KUBECTL" annotate --local -f "$1" -o json 'tb.invalid/none-' |
+    jq -s 'map(if .metadata.annotations == {} then del(.metadata.annotations) else . end)'
+}
+# render OUT RELEASE NAMESPACE [helm args]: OUT.yaml (with the CRD) and OUT.json; lint first.
+render() {
+  local out=$1 release=$2 ns=$3
+  shift 3
+  "$HELM" lint --strict "$CHART" -n "$ns" "$@" >"$out.lint" 2>&1 || fail "helm lint --strict $*: $(cat "$out.lint")"
+  "$HELM" template "$release" "$CHART" -n "$ns" --include-crds "$@" >"$out.yaml" 2>"$out.err" ||
+    fail "helm template $*: $(cat "$out.err")"
+  to_json "$out.yaml" >"$out.json" || fail "rendered YAML of $* does not parse"
+}
+# q FILE.json JQ-EXPR: one jq query over the rendered objects (raw output).
+q() { jq -r "$2" "$1"; }
+# expect LABEL ACTUAL EXPECTED
+expect() { [ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"; }
+count_kind() { q "$1" "[.[] | select(.kind == \"$2\")] | length"; }
+# The Deployment's container args, one a line.
+args_of() { q "$1" '.[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].args[]'; }
+# arg FILE FLAG: the value of the last --FLAG=VALUE (as the operator reads them), or "".
+arg() { args_of "$1" | sed -n "s/^--$2=//p" | tail -n 1; }
+# Rules of Roles/ClusterRoles as "group|resource|verb" lines.
+rule_triples() {
+  q "$1" ".[] | select(.kind == \"ClusterRole\" or .kind == \"Role\") $2 | .rules[] |
+         .apiGroups[] as \$g | .resources[] as \$r | .verbs[] as \$v | \"\(\$g)|\(\$r)|\(\$v)\"" | sort -u
+}
+
+# ---------------------------------------------------------------------------------------------
+echo "== 1. chart metadata, CRD, Dockerfiles"
+project_version=$(sed -n 's/^project(trainbench VERSION \([0-9.]*\).*/\1/p' "$REPO/CMakeLists.txt")
+[ -n "$project_version" ] || fail "no project VERSION in CMakeLists.txt"
+app_version=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$/\1/p' "$CHART/Chart.yaml")
+expect "Chart.yaml appVersion (= CMakeLists.txt project VERSION)" "$app_version" "$project_version"
+grep -q '^apiVersion: v2$' "$CHART/Chart.yaml" || fail "Chart.yaml: apiVersion must be v2"
+IFS=: read -ra bin_dirs <<<"$BIN_DIRS"
+for d in "${bin_dirs[@]}"; do
+  if [ -x "$d/trainbench" ]; then expect "trainbench version" "$("$d/trainbench" version)" "trainbench $project_version"; fi
+done
+cmp "$CRD" "$CHART/crds/trainbench.dev_benchmarkjobs.yaml" ||
+  fail "helm/trainbench/crds/trainbench.dev_benchmarkjobs.yaml differs from crds/: cp crds/trainbench.dev_benchmarkjobs.yaml helm/trainbench/crds/"
+[ ! -L "$CHART/crds/trainbench.dev_benchmarkjobs.yaml" ] || fail "the chart's CRD must be a copy, not a symlink (helm package)"
+[ "$(ls "$CHART/crds")" = "trainbench.dev_benchmarkjobs.yaml" ] || fail "unexpected files in the chart's crds/: $(ls "$CHART/crds")"
+dashboard=$CHART/dashboards/trainbench.json
+[ -f "$dashboard" ] || fail "$dashboard is missing (the chart ships it as the Grafana dashboard ConfigMap)"
+jq -e 'type == "object"' "$dashboard" >/dev/null || fail "$dashboard is not a JSON object"
+
+# Dockerfiles: "Image: REPO:TAG" header, the same in the `docker build -t` line, USER 65532:65532.
+image_of() { sed -n 's/^# Image: \([^ ]*\).*/\1/p' "$REPO/docker/$1"; }
+for f in operator.Dockerfile worker.Dockerfile worker-cuda.Dockerfile; do
+  [ -f "$REPO/docker/$f" ] || fail "docker/$f is missing"
+  img=$(image_of "$f")
+  [ -n "$img" ] || fail "docker/$f: no '# Image: REPO:TAG' line"
+  grep -q -- "docker build -f docker/$f -t $img \.\$" "$REPO/docker/$f" || fail "docker/$f: its build command does not tag $img"
+  user=$(grep '^USER ' "$REPO/docker/$f" | tail -n 1 | awk '{print $2}')
+  expect "docker/$f final USER" "$user" "65532:65532"
+done
+worker_default=$(sed -n 's/.*kDefaultImage = "\([^"]*\)".*/\1/p' "$REPO/operator/controller/manifests.cpp")
+expect "worker image (docker/worker.Dockerfile = the operator's default spec.template.image)" "$(image_of worker.Dockerfile)" "$worker_default"
+expect "worker image tag (= project version)" "$(image_of worker.Dockerfile)" "trainbench/worker:$project_version"
+expect "CUDA worker image" "$(image_of worker-cuda.Dockerfile)" "trainbench/worker:$project_version-cuda"
+grep -q "image: $worker_default\$" "$REPO/examples/operator-mlp.yaml" || fail "examples/operator-mlp.yaml does not use $worker_default"
+grep -q '{"runAsUser", 65532}, {"runAsGroup", 65532}' "$REPO/operator/controller/manifests.cpp" ||
+  fail "the operator's benchmark pods no longer run as 65532:65532 (the worker images' USER)"
+grep -q 'ENTRYPOINT \["/usr/local/bin/trainbench-operator"\]' "$REPO/docker/operator.Dockerfile" || fail "operator image entrypoint"
+for f in worker.Dockerfile worker-cuda.Dockerfile; do  # the commands the operator gives the pods
+  grep -q 'trainbench-worker' "$REPO/docker/$f" && grep -q '/usr/local/bin' "$REPO/docker/$f" || fail "docker/$f: trainbench and trainbench-worker on PATH"
+done
+grep -q '"trainbench-worker", "--master"' "$REPO/operator/controller/manifests.cpp" || fail "master command changed: check the worker images"
+grep -q '"trainbench", "node-launch"' "$REPO/operator/controller/manifests.cpp" || fail "trainer command changed: check the worker images"
+
+# ---------------------------------------------------------------------------------------------
+echo "== 2. helm lint --strict, helm template, rendered objects"
+mkdir -p "$WORK/r"
+# The rules in docs/operator.md's RBAC table, as group|resource|verb.
+doc_triples=$(awk '/^## RBAC/ {on = 1; next} /^## / {on = 0} on && /^\| / && !/^\| (API group|---)/' "$REPO/docs/operator.md" |
+  awk -F'|' '{
+      g = $2; gsub(/^ +| +$/, "", g); sub(/ *\(core\)/, "", g); if (g == "\"\"") g = "";
+      nr = split($3, rs, ","); nv = split($4, vs, ",");
+      for (i = 1; i <= nr; i++) for (j = 1; j <= nv; j++) {
+        r = rs[i]; v = vs[j]; gsub(/[ `]/, "", r); gsub(/[ `]/, "", v); print g "|" r "|" v } }' | sort -u)
+[ "$(wc -l <<<"$doc_triples")" -ge 20 ] || fail "could not read docs/operator.md's RBAC table: $doc_triples"
+
+# check_common FILE RELEASE NAMESPACE: what every value set must satisfy.
+check_common() {
+  local f=$1 release=$2 ns=$3 d='.[] | select(.kind == "Deployment")'
+  expect "$f: Deployments" "$(count_kind "$f" Deployment)" 1
+  expect "$f: CRDs" "$(count_kind "$f" CustomResourceDefinition)" 1
+  # The CRD helm installs is crds/'s.
+  KUBECONFIG=/dev/null "$KUBECTL" annotate --local -f "$CRD" -o json 'tb.invalid/none-' | jq -S 'del(.metadata.annotations)' >"$WORK/r/crd.want"
+  q "$f" '.[] | select(.kind == "CustomResourceDefinition") | del(.metadata.annotations)' | jq -S . >"$WORK/r/crd.got"
+  cmp -s "$WORK/r/crd.want" "$WORK/r/crd.got" || fail "$f: the rendered CRD is not crds/'s"
+  # Labels on everything the templates make.
+  local bad
+  bad=$(q "$f" ".[] | select(.kind != \"CustomResourceDefinition\") | select(
+      .metadata.labels[\"helm.sh/chart\"] != \"trainbench-$app_version\" or
+      .metadata.labels[\"app.kubernetes.io/instance\"] != \"$release\" or
+      .metadata.labels[\"app.kubernetes.io/managed-by\"] != \"Helm\" or
+      .metadata.labels[\"app.kubernetes.io/version\"] != \"$app_version\" or
+      (.metadata.labels[\"app.kubernetes.io/name\"] | type) != \"string\") | \"\(.kind)/\(.metadata.name)\"")
+  [ -z "$bad" ] || fail "$f: objects without the standard labels: $bad"
+  # Security contexts.
+  local pod="$d | .spec.template.spec" c="$d | .spec.template.spec.containers[0]"
+  expect "$f: pod runAsNonRoot" "$(q "$f" "$pod | .securityContext.runAsNonRoot")" true
+  expect "$f: pod runAsUser" "$(q "$f" "$pod | .securityContext.runAsUser")" 65532
+  expect "$f: pod runAsGroup" "$(q "$f" "$pod | .securityContext.runAsGroup")" 65532
+  expect "$f: pod seccompProfile" "$(q "$f" "$pod | .securityContext.seccompProfile.type")" RuntimeDefault
+  expect "$f: readOnlyRootFilesystem" "$(q "$f" "$c | .securityContext.readOnlyRootFilesystem")" true
+  expect "$f: allowPrivilegeEscalation" "$(q "$f" "$c | .securityContext.allowPrivilegeEscalation")" false
+  expect "$f: capabilities.drop" "$(q "$f" "$c | .securityContext.capabilities.drop | tostring")" '["ALL"]'
+  expect "$f: container runAsNonRoot" "$(q "$f" "$c | .securityContext.runAsNonRoot")" true
+  expect "$f: container seccompProfile" "$(q "$f" "$c | .securityContext.seccompProfile.type")" RuntimeDefault
+  expect "$f: automountServiceAccountToken" "$(q "$f" "$pod | .automountServiceAccountToken")" true
+  expect "$f: command" "$(q "$f" "$c | .command | tostring")" '["trainbench-operator"]'
+  # The selector picks the operator pods only (benchmark pods share app.kubernetes.io/name).
+  expect "$f: selector labels missing from the pod template" \
+    "$(q "$f" "$d | (.spec.selector.matchLabels | to_entries) - (.spec.template.metadata.labels | to_entries) | length")" 0
+  expect "$f: selector component" "$(q "$f" "$d | .spec.selector.matchLabels[\"app.kubernetes.io/component\"]")" operator
+  # Probes on the port the health flag opens.
+  local health_addr health_port
+  health_addr=$(arg "$f" health-probe-bind-address)
+  health_port=$(q "$f" "$c | .ports[] | select(.name == \"health\") | .containerPort")
+  expect "$f: --health-probe-bind-address" "$health_addr" "0.0.0.0:$health_port"
+  expect "$f: liveness probe" "$(q "$f" "$c | .livenessProbe.httpGet | \"\(.path) \(.port)\"")" "/healthz health"
+  expect "$f: readiness probe" "$(q "$f" "$c | .readinessProbe.httpGet | \"\(.path) \(.port)\"")" "/readyz health"
+  # Metrics: the flag, the named container port and the Service agree.
+  local metrics_addr
+  metrics_addr=$(arg "$f" metrics-bind-address)
+  if [ "$metrics_addr" = 0 ]; then
+    expect "$f: metrics off: Services" "$(count_kind "$f" Service)" 0
+    expect "$f: metrics off: metrics port" "$(q "$f" "[$c | .ports[] | select(.name == \"metrics\")] | length")" 0
+  else
+    expect "$f: --metrics-bind-address" "$metrics_addr" "0.0.0.0:$(q "$f" "$c | .ports[] | select(.name == \"metrics\") | .containerPort")"
+    expect "$f: Services" "$(count_kind "$f" Service)" 1
+    expect "$f: Service port" "$(q "$f" '.[] | select(.kind == "Service") | .spec.ports[0] | "\(.name) \(.targetPort)"')" "metrics metrics"
+    expect "$f: metrics Service selector labels the operator pods lack" \
+      "$(q "$f" "([.[] | select(.kind == \"Service\") | .spec.selector | to_entries[]] - [$d | .spec.template.metadata.labels | to_entries[]]) | length")" 0
+  fi
+  # Leader election: the Lease Role in the release namespace, limited to the lease's name.
+  if [ "$(arg "$f" leader-elect)" = true ]; then
+    expect "$f: --lease-namespace" "$(arg "$f" lease-namespace)" "$ns"
+    local lease
+    lease=$(arg "$f" lease-name)
+    [ -n "$lease" ] || fail "$f: no --lease-name"
+    if [ "$(count_kind "$f" RoleBinding)" != 0 ]; then
+      expect "$f: lease Role" "$(q "$f" ".[] | select(.kind == \"Role\" and .metadata.namespace == \"$ns\") | .rules[] |
+        select(.resources == [\"leases\"]) | \"\(.verbs | join(\",\")):\(.resourceNames // [] | join(\",\"))\"" | sort | paste -sd' ')" \
+        "create: get,update:$lease"
+    fi
+  else
+    expect "$f: leader election off: lease flags" "$(args_of "$f" | grep -c -- '--lease-' || true)" 0
+  fi
+  # The ServiceAccount the pods run as is the one bound.
+  local sa
+  sa=$(q "$f" "$pod | .serviceAccountName")
+  if [ "$(count_kind "$f" ServiceAccount)" = 1 ]; then
+    expect "$f: ServiceAccount" "$(q "$f" '.[] | select(.kind == "ServiceAccount") | "\(.metadata.namespace)/\(.metadata.name)"')" "$ns/$sa"
+  fi
+  local bound
+  bound=$(q "$f" ".[] | select(.kind == \"RoleBinding\" or .kind == \"ClusterRoleBinding\") | .subjects[] | \"\(.kind) \(.namespace)/\(.name)\"" | sort -u)
+  [ -z "$bound" ] || expect "$f: binding subjects" "$bound" "ServiceAccount $ns/$sa"
+  # The operator's rules are docs/operator.md's table, exactly (the lease Role included).
+  if [ "$(count_kind "$f" RoleBinding)$(count_kind "$f" ClusterRoleBinding)" != 00 ]; then
+    diff <(echo "$doc_triples") <(rule_triples "$f" "") >"$WORK/r/rules.diff" ||
+      fail "$f: the chart's RBAC rules differ from docs/operator.md's table (< docs, > chart): $(cat "$WORK/r/rules.diff")"
+  fi
+  # The Role/ClusterRole per scope.
+  local watch
+  watch=$(arg "$f" namespace)
+  if [ -z "$watch" ]; then
+    if [ "$(count_kind "$f" RoleBinding)$(count_kind "$f" ClusterRoleBinding)" != 00 ]; then
+      expect "$f: ClusterRoles (scope cluster)" "$(count_kind "$f" ClusterRole)" 1
+      expect "$f: ClusterRoleBindings (scope cluster)" "$(count_kind "$f" ClusterRoleBinding)" 1
+    fi
+  else
+    expect "$f: ClusterRoles (scope namespace)" "$(count_kind "$f" ClusterRole)" 0
+    expect "$f: ClusterRoleBindings (scope namespace)" "$(count_kind "$f" ClusterRoleBinding)" 0
+    expect "$f: operator Role's namespace (= --namespace)" \
+      "$(q "$f" '.[] | select(.kind == "Role") | select(any(.rules[]; any(.resources[]; . == "pods"))) | .metadata.namespace')" "$watch"
+    expect "$f: operator RoleBinding's namespace" \
+      "$(q "$f" '.[] | select(.kind == "RoleBinding") | select(.roleRef.name | endswith("-leader-election") | not) | .metadata.namespace')" "$watch"
+  fi
+}
+
+# Default values.
+render "$WORK/r/default" tb tb-system
+F=$WORK/r/default.json
+check_common "$F" tb tb-system
+expect "default image" "$(q "$F" '.[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].image')" "trainbench/operator:$app_version"
+expect "default replicas" "$(q "$F" '.[] | select(.kind == "Deployment") | .spec.replicas')" 1
+expect "default --leader-elect" "$(arg "$F" leader-elect)" true
+expect "default scope: no --namespace" "$(arg "$F" namespace)" ""
+expect "default: no monitors" "$(count_kind "$F" ServiceMonitor)$(count_kind "$F" PodMonitor)" 00
+expect "dashboard label" "$(q "$F" '.[] | select(.kind == "ConfigMap") | .metadata.labels.grafana_dashboard')" 1
+[ "$(q "$F" '.[] | select(.kind == "ConfigMap") | .data["trainbench.json"]')" = "$(cat "$dashboard")" ] ||
+  fail "the dashboard ConfigMap does not hold dashboards/trainbench.json"
+
+# Namespace scope, watching the release namespace and another one.
+render "$WORK/r/ns" tbns bench -f "$HERE/values-namespaced.yaml"
+check_common "$WORK/r/ns.json" tbns bench
+expect "namespaced --namespace" "$(arg "$WORK/r/ns.json" namespace)" bench
+render "$WORK/r/ns-other" tbns bench -f "$HERE/values-namespaced.yaml" --set watchNamespace=team-a --set metrics.podMonitor.enabled=true
+check_common "$WORK/r/ns-other.json" tbns bench
+expect "watchNamespace team-a" "$(arg "$WORK/r/ns-other.json" namespace)" team-a
+expect "PodMonitor namespaces (scope namespace)" "$(q "$WORK/r/ns-other.json" '.[] | select(.kind == "PodMonitor") | .spec.namespaceSelector.matchNames | join(",")')" team-a
+
+# Monitoring on.
+render "$WORK/r/mon" tb tb-system -f "$HERE/values-monitoring.yaml"
+F=$WORK/r/mon.json
+check_common "$F" tb tb-system
+expect "ServiceMonitor endpoint" "$(q "$F" '.[] | select(.kind == "ServiceMonitor") | .spec.endpoints[0] | "\(.port) \(.path) \(.interval) \(.scrapeTimeout)"')" "metrics /metrics 15s 10s"
+expect "ServiceMonitor selector labels the metrics Service lacks" \
+  "$(q "$F" '([.[] | select(.kind == "ServiceMonitor") | .spec.selector.matchLabels | to_entries[]] - [.[] | select(.kind == "Service") | .metadata.labels | to_entries[]]) | length')" 0
+expect "ServiceMonitor namespace" "$(q "$F" '.[] | select(.kind == "ServiceMonitor") | .spec.namespaceSelector.matchNames | join(",")')" tb-system
+expect "monitor labels" "$(q "$F" '[.[] | select(.kind == "ServiceMonitor" or .kind == "PodMonitor") | .metadata.labels.release] | join(",")')" "kube-prometheus-stack,kube-prometheus-stack"
+PODMONITOR_SELECTOR=$(q "$F" '.[] | select(.kind == "PodMonitor") | .spec.selector.matchLabels | to_entries | map("\(.key)=\(.value)") | join(",")')
+PODMONITOR_PORT_REGEX=$(q "$F" '.[] | select(.kind == "PodMonitor") | .spec.podMetricsEndpoints[0].relabelings[] | select(.action == "keep" and .sourceLabels == ["__meta_kubernetes_pod_container_port_name"]) | .regex')
+[ -n "$PODMONITOR_SELECTOR" ] && [ -n "$PODMONITOR_PORT_REGEX" ] || fail "PodMonitor: no selector or port-name keep rule"
+expect "PodMonitor namespaces (scope cluster)" "$(q "$F" '.[] | select(.kind == "PodMonitor") | .spec.namespaceSelector.any')" true
+expect "dashboard ConfigMap namespace/annotation" "$(q "$F" '.[] | select(.kind == "ConfigMap") | "\(.metadata.namespace) \(.metadata.annotations.grafana_folder)"')" "monitoring Trainbench"
+
+# Everything optional off.
+render "$WORK/r/min" tb tb-system -f "$HERE/values-minimal.yaml"
+F=$WORK/r/min.json
+check_common "$F" tb tb-system
+expect "minimal: objects" "$(q "$F" '[.[].kind] | sort | join(",")')" "CustomResourceDefinition,Deployment"
+expect "minimal: serviceAccountName" "$(q "$F" '.[] | select(.kind == "Deployment") | .spec.template.spec.serviceAccountName')" platform-operators
+expect "minimal: --metrics-bind-address" "$(arg "$F" metrics-bind-address)" 0
+expect "minimal: --leader-elect" "$(arg "$F" leader-elect)" false
+
+# Custom image, two replicas, scheduling.
+render "$WORK/r/custom" rel tb-system -f "$HERE/values-custom-image.yaml"
+F=$WORK/r/custom.json
+check_common "$F" rel tb-system
+D='.[] | select(.kind == "Deployment")'
+expect "custom image" "$(q "$F" "$D | .spec.template.spec.containers[0] | \"\(.image) \(.imagePullPolicy)\"")" \
+  "registry.example.com/ml/trainbench-operator:0.1.0-rc1 Always"
+expect "custom pull secret" "$(q "$F" "$D | .spec.template.spec.imagePullSecrets[0].name")" regcred
+expect "custom replicas/name" "$(q "$F" "$D | \"\(.spec.replicas) \(.metadata.name)\"")" "2 tb"
+expect "custom lease" "$(arg "$F" lease-name)" tb-lease
+expect "custom last arg" "$(args_of "$F" | tail -n 1)" "--burst=500"
+expect "custom workers/qps" "$(arg "$F" workers) $(arg "$F" qps)" "4 100"
+expect "custom scheduling" "$(q "$F" "$D | .spec.template.spec | \"\(.nodeSelector[\"kubernetes.io/os\"]) \(.tolerations[0].key) \(.affinity.nodeAffinity | has(\"requiredDuringSchedulingIgnoredDuringExecution\")) \(.priorityClassName)\"")" \
+  "linux dedicated true system-cluster-critical"
+expect "custom resources" "$(q "$F" "$D | .spec.template.spec.containers[0].resources.limits.memory")" 512Mi
+expect "custom pod label/annotation" "$(q "$F" "$D | .spec.template.metadata | \"\(.labels.team) \(.annotations[\"example.com/team\"])\"")" "ml-platform ml-platform"
+expect "custom env" "$(q "$F" "$D | .spec.template.spec.containers[0].env[0].name")" MALLOC_ARENA_MAX
+
+# values.schema.json and the templates' own checks reject bad values (lint and template).
+# reject WHAT PATTERN HELM-ARGS: helm template (and install) refuses, saying PATTERN; helm lint too
+# for schema errors (lint reports the templates' own `fail`/`required` as INFO only, by design:
+# those are checked with template, see reject_template).
+reject() {
+  reject_template "$@"
+  shift 2
+  if "$HELM" lint --strict "$CHART" "$@" >"$WORK/r/bad.out" 2>&1; then fail "helm lint accepted $*"; fi
+}
+reject_template() {
+  local why=$1 pattern=$2
+  shift 2
+  if "$HELM" template x "$CHART" "$@" >"$WORK/r/bad.out" 2>&1; then fail "helm template accepted $why ($*)"; fi
+  grep -q -- "$pattern" "$WORK/r/bad.out" || fail "helm template's error for $why does not say '$pattern': $(cat "$WORK/r/bad.out")"
+}
+reject 'replicaCount: "two"' "replicaCount" --set-string replicaCount=two
+reject "an unknown value" "Additional property replicas is not allowed" --set replicas=2
+reject "an unknown nested value" "Additional property repo is not allowed" --set image.repo=x
+reject "scope everywhere" "scope" --set scope=everywhere
+reject "pullPolicy Sometimes" "pullPolicy" --set image.pullPolicy=Sometimes
+reject "a port out of range" "metrics.port" --set metrics.port=70000
+reject "qps 0" "operator.qps" --set operator.qps=0
+reject "a bad namespace name" "watchNamespace" --set scope=namespace --set watchNamespace=Team_A
+reject_template "two replicas without leader election" "needs leaderElection.enabled" --set replicaCount=2 --set leaderElection.enabled=false
+reject_template "no ServiceAccount name" "serviceAccount.name is required" --set serviceAccount.create=false
+
+# NOTES.txt rendered (helm template skips it): through tpl in a copy of the chart.
+cp -r "$CHART" "$WORK/notes-chart"
+mkdir -p "$WORK/notes-chart/files" && cp "$CHART/templates/NOTES.txt" "$WORK/notes-chart/files/NOTES.txt"
+printf '%s\n' 'apiVersion: v1' 'kind: ConfigMap' 'metadata: {name: notes}' \
+  'data: {notes: {{ tpl (.Files.Get "files/NOTES.txt") . | toJson }}}' >"$WORK/notes-chart/templates/notes-check.yaml"
+notes() { "$HELM" template tb "$WORK/notes-chart" -n tb-system --show-only templates/notes-check.yaml "$@" | sed -n 's/^data: {notes: \(.*\)}$/\1/p' | jq -r .; }
+notes >"$WORK/r/notes.txt" || fail "NOTES.txt does not render"
+grep -q "ClusterRole + ClusterRoleBinding tb-trainbench" "$WORK/r/notes.txt" || fail "NOTES: $(cat "$WORK/r/notes.txt")"
+grep -q "kubectl apply -f examples/operator-mlp.yaml" "$WORK/r/notes.txt" || fail "NOTES: no first job"
+grep -q "port-forward service/tb-trainbench-metrics 8080" "$WORK/r/notes.txt" || fail "NOTES: no metrics"
+grep -q "Role + RoleBinding tb-trainbench in namespace tb-system" <<<"$(notes -f "$HERE/values-namespaced.yaml")" || fail "NOTES (namespaced)"
+# docs/install.md's values table covers every value (a documented key covers what is under it).
+{ printf '%s\n' 'apiVersion: x.invalid/v1' 'kind: Values' 'metadata: {name: values}' 'values:'; sed 's/^/  /' "$CHART/values.yaml"; } >"$WORK/r/values.yaml"
+documented=$(awk '/^## Values/ {on = 1; next} /^## / {on = 0} on' "$REPO/docs/install.md" | sed -n 's/^| `\([A-Za-z0-9_.]*\)` | .*/\1/p')
+to_json "$WORK/r/values.yaml" >"$WORK/r/values.json" || fail "values.yaml does not parse"
+undocumented=$(jq -r '.[0].values | paths(type != "object" and type != "array" or length == 0) |
+    map(if type == "number" then "#" else . end) | join(".") | sub("\\.#.*"; "")' "$WORK/r/values.json" | sort -u |
+  while read -r key; do
+    k=$key
+    until grep -qxF "$k" <<<"$documented"; do
+      [ "${k%.*}" != "$k" ] || { echo "$key"; break; }
+      k=${k%.*}
+    done
+  done)
+[ -z "$undocumented" ] || fail "values missing from docs/install.md's table: $undocumented"
+stale=$(jq -r --arg keys "$documented" '.[0].values as $v | $keys | split("\n")[] | select(. as $k | $v | getpath($k | split(".")) == null)' "$WORK/r/values.json")
+[ -z "$stale" ] || fail "docs/install.md documents values the chart does not have: $stale"
+
+# helm package: the archive holds the CRD and the dashboard as files (no symlinks followed).
+"$HELM" package "$CHART" -d "$WORK/pkg" >/dev/null || fail "helm package failed"
+tgz="$WORK/pkg/trainbench-$(sed -n 's/^version: *//p' "$CHART/Chart.yaml").tgz"
+members=$(tar -tzf "$tgz")
+for member in trainbench/crds/trainbench.dev_benchmarkjobs.yaml trainbench/dashboards/trainbench.json trainbench/values.schema.json; do
+  grep -qx "$member" <<<"$members" || fail "helm package: $member missing from $tgz"
+done
+tar -xzOf "$tgz" trainbench/crds/trainbench.dev_benchmarkjobs.yaml | cmp -s - "$CRD" || fail "the packaged CRD differs from crds/"
+"$HELM" lint --strict "$tgz" >/dev/null || fail "helm lint of the packaged chart"
+echo "static checks passed ($((SECONDS - T0)) s)"
+
+# ---------------------------------------------------------------------------------------------
+echo "== 3. the chart on kubesim, scope cluster"
+BIN_DIRS="$BIN_DIRS:$(cd "$(dirname "$OPERATOR")" && pwd)"  # the operator pods run trainbench-operator from PATH
+start_kubesim
+
+# apply_chart FILE.json: everything but the Deployment (kubesim has no apps/v1) and the CRD.
+apply_chart() {
+  jq '{apiVersion: "v1", kind: "List", items: [.[] | select(.kind != "Deployment" and .kind != "CustomResourceDefinition")]}' "$1" >"${1%.json}.apply.json"
+  kc apply -f "${1%.json}.apply.json" >/dev/null || fail "kubectl apply of the rendered chart ($1) failed"
+}
+# run_operator_pod FILE.json NAME: the Deployment's pod template as a pod, as its ReplicaSet would
+# make it: kubesim's kubelet runs `trainbench-operator` + the rendered args with the pod's
+# ServiceAccount token (in-cluster config), each pod on its own IP.
+run_operator_pod() {
+  q "$1" ".[] | select(.kind == \"Deployment\") | {apiVersion: \"v1\", kind: \"Pod\",
+     metadata: {name: \"$2\", namespace: .metadata.namespace, labels: .spec.template.metadata.labels},
+     spec: .spec.template.spec}" | kc create -f - >/dev/null || fail "could not create pod $2 from the Deployment's template"
+}
+pod_log() { kc logs -n "$1" "$2" 2>/dev/null; }
+# (grep reads a here-string, not a pipe: under pipefail a grep -q that stops early fails its writer.)
+leading() { grep -q "trainbench-operator: leading" <<<"$(pod_log "$1" "$2")"; }
+pod_ip() { kc get pod -n "$1" "$2" -o jsonpath='{.status.podIP}'; }
+http_ok() { curl -sf --max-time 5 -o /dev/null "$1"; }
+scrape_has() { local body; body=$(curl -sf --max-time 5 "$1") && grep -q "$2" <<<"$body"; }
+# phase_in KIND NAMESPACE NAME PHASE
+phase_in() { [ "$(kc get "$1" -n "$2" "$3" -o jsonpath='{.status.phase}')" = "$4" ]; }
+
+kc create namespace tb-system >/dev/null
+F=$WORK/r/default.json
+q "$F" '.[] | select(.kind == "CustomResourceDefinition")' | kc apply -f - >/dev/null  # helm's crds/ step
+wait_for 20 kc get bj || fail "the chart's CRD did not appear in discovery"
+apply_chart "$F"
+SA=$(q "$F" '.[] | select(.kind == "ServiceAccount") | .metadata.name')
+SA_USER="system:serviceaccount:tb-system:$SA"
+HEALTH_PORT=$(q "$F" '.[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].ports[] | select(.name == "health") | .containerPort')
+METRICS_PORT=$(q "$F" '.[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].ports[] | select(.name == "metrics") | .containerPort')
+
+run_operator_pod "$F" tb-trainbench-a
+wait_for 30 leading tb-system tb-trainbench-a || fail "operator pod a is not leading: $(pod_log tb-system tb-trainbench-a)"
+# A second replica (replicaCount 2, or the overlap of a rolling update) waits for the lease.
+run_operator_pod "$F" tb-trainbench-b
+waiting_for_lease() { grep -q "waiting for the lease" <<<"$(pod_log "$1" "$2")"; }
+wait_for 20 waiting_for_lease tb-system tb-trainbench-b || fail "pod b: $(pod_log tb-system tb-trainbench-b)"
+IP_A=$(pod_ip tb-system tb-trainbench-a)
+IP_B=$(pod_ip tb-system tb-trainbench-b)
+# The kubelet's probes (port "health") and Prometheus' scrape (Service targetPort "metrics").
+wait_for 20 http_ok "http://$IP_A:$HEALTH_PORT/readyz" || fail "leader's /readyz on port health ($IP_A:$HEALTH_PORT)"
+http_ok "http://$IP_A:$HEALTH_PORT/healthz" || fail "leader's /healthz"
+wait_for 20 http_ok "http://$IP_B:$HEALTH_PORT/readyz" || fail "standby's /readyz (a standby must be ready, or a rolling update stalls)"
+http_ok "http://$IP_B:$HEALTH_PORT/healthz" || fail "standby's /healthz"
+svc_selector=$(kc get service -n tb-system tb-trainbench-metrics -o json | jq -r '.spec.selector | to_entries | map("\(.key)=\(.value)") | join(",")')
+expect "pods the metrics Service selects" "$(kc get pods -n tb-system -l "$svc_selector" -o name | sort | paste -sd' ')" \
+  "pod/tb-trainbench-a pod/tb-trainbench-b"
+curl -sf --max-time 5 "http://$IP_A:$METRICS_PORT/metrics" >"$WORK/metrics.txt" || fail "leader's /metrics on port metrics"
+grep -q '^trainbench_operator_' "$WORK/metrics.txt" || fail "no trainbench_operator_ series: $(head -c 500 "$WORK/metrics.txt")"
+! leading tb-system tb-trainbench-b || fail "both replicas lead"
+
+# A job in another namespace than the operator's (scope cluster), to Succeeded: 2 runs.
+mlp_job tiny 4 "{backoffLimit: 0, cleanPodPolicy: All}" "{nodes: 1, devicesPerNode: 1, paradigm: none}" \
+  "{nodes: 2, devicesPerNode: 1}" >"$WORK/tiny.yaml"
+kc apply -f "$WORK/tiny.yaml" >/dev/null
+wait_for 180 phase_is tiny Succeeded || fail "job tiny: $(kc get bj tiny -o jsonpath='{.status}')"
+wait_for 30 no_pods_of tiny || fail "tiny's pods remain (cleanPodPolicy All)"
+expect "tiny's runs" "$(kc get bj tiny -o jsonpath='{.status.report.runs[*].phase}')" "Succeeded Succeeded"
+
+# A long job: its trainer pod is what the PodMonitor selects (a real scrape of its workers); it
+# runs past activeDeadlineSeconds, so the job fails and, with cleanPodPolicy Running, the operator
+# deletes its running pods one by one (the `delete` verb; runs and gangs go by deletecollection).
+mlp_job long 100000 "{activeDeadlineSeconds: 12, backoffLimit: 0, cleanPodPolicy: Running}" \
+  "{nodes: 1, devicesPerNode: 2}" >"$WORK/long.yaml"
+kc apply -f "$WORK/long.yaml" >/dev/null
+TRAINER=long-r0-a0-trainer-0
+wait_for 60 phase_in pod default "$TRAINER" Running || fail "long's trainer is not running"
+# The PodMonitor's targets: every declared port of the pods it selects, kept by port name.
+targets=$(kc get pods -A -l "$PODMONITOR_SELECTOR" -o json |
+  jq -r '.items[] | .metadata.name as $n | .status.podIP as $ip | .spec.containers[].ports[]? | "\($n) \(.name) \($ip):\(.containerPort)"' |
+  awk -v re="^($PODMONITOR_PORT_REGEX)\$" '$2 ~ re')
+expect "the PodMonitor's targets" "$(awk '{print $1 "/" $2}' <<<"$targets" | sort | paste -sd' ')" \
+  "$TRAINER/metrics-0 $TRAINER/metrics-1"
+for t in $(awk '{print $3}' <<<"$targets"); do
+  wait_for 30 scrape_has "http://$t/metrics" '^trainbench_steps_total' || fail "worker metrics at $t (a PodMonitor target)"
+done
+wait_for 60 phase_is long Failed || fail "long did not fail: $(kc get bj long -o jsonpath='{.status}')"
+expect "long's failure" "$(kc get bj long -o jsonpath='{.status.conditions[?(@.type=="Failed")].reason}')" DeadlineExceeded
+wait_for 30 no_pods_of long || fail "long's pods remain: $(kc get pods -l trainbench.dev/job=long -o name)"
+
+# Failover: the leader goes (SIGTERM releases the lease); the standby takes over.
+kc delete pod -n tb-system tb-trainbench-a --wait=true --timeout=30s >/dev/null
+wait_for 30 leading tb-system tb-trainbench-b || fail "the standby did not take over: $(pod_log tb-system tb-trainbench-b)"
+
+# The reporter Role's configmaps verbs are needed: creating a Role that grants more than the
+# operator holds is refused (escalation), the reporter's own rules are accepted.
+role_as_operator() {
+  kc create -n default -f - --as="$SA_USER" -o name <<EOF
+{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "$1"},
+ "rules": [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["x-r0-result"], "verbs": $2}]}
+EOF
+}
+role_as_operator escalation-ok '["get", "update", "patch"]' >/dev/null 2>"$WORK/esc.err" ||
+  fail "the operator's ServiceAccount cannot create a reporter-like Role: $(cat "$WORK/esc.err")"
+if role_as_operator escalation-refused '["get", "update", "patch", "delete"]' >/dev/null 2>"$WORK/esc.err"; then
+  fail "kubesim let the operator grant configmaps delete, which it does not hold"
+fi
+grep -qi "forbidden" "$WORK/esc.err" || fail "escalation refusal: $(cat "$WORK/esc.err")"
+
+# audit_of USER: the user's own resource requests (impersonated ones above excluded).
+audit_of() { jq -c --arg u "$1" 'select(.user == $u and (.impersonator // "") == "")' "$WORK/sim/audit.log"; }
+# check_audit USER RULES-FILE.json STRICT: no 401/403; prints what was used; every request covered
+# by a rule; with STRICT=1 also every rule used or in UNUSED_OK.
+check_audit() {
+  local user=$1 f=$2 strict=$3 requests used rules denied
+  requests=$(audit_of "$user")
+  [ -n "$requests" ] || fail "no requests by $user in the audit log"
+  denied=$(jq -r 'select(.code == 401 or .code == 403) | "\(.code) \(.verb) \(.uri)"' <<<"$requests")
+  [ -z "$denied" ] || fail "$user was denied: $denied"
+  used=$(jq -r 'select(.resource != null and .resource != "") |
+                "\(.apiGroup)|\(.resource)\(if (.subresource // "") != "" then "/" + .subresource else "" end)|\(.verb)"' <<<"$requests" | sort -u)
+  echo "$user used (group|resource|verb: requests, HTTP codes):"
+  jq -r 'select(.resource != null and .resource != "") |
+         "\(.apiGroup)|\(.resource)\(if (.subresource // "") != "" then "/" + .subresource else "" end)|\(.verb) \(.code)"' <<<"$requests" |
+    sort | uniq -c | awk '{n[$2] += $1; c[$2] = c[$2] (c[$2] == "" ? "" : ",") $3} END {for (k in n) printf "  %-52s %4d  %s\n", k, n[k], c[k]}' | sort
+  jq -r 'select(.resource == null or .resource == "") | "  (non-resource) \(.verb) \(.path // .uri) \(.code)"' <<<"$requests" | sort -u
+  rules=$(rule_triples "$f" "")
+  local unused="" r
+  [ "$strict" = 1 ] || rules=""
+  while read -r r; do
+    [ -n "$r" ] || continue
+    grep -qxF "$r" <<<"$used" && continue
+    grep -qxF "$r" <<<"$(printf '%s\n' "${UNUSED_OK[@]}")" && { echo "  unused, allowed: $r"; continue; }
+    unused="$unused $r"
+  done <<<"$rules"
+  rules=$(rule_triples "$f" "")
+  [ -z "$unused" ] || fail "rules of the chart that $user never used (least privilege; add to UNUSED_OK with a reason if needed):$unused"
+  while read -r r; do
+    grep -qxF "$r" <<<"$rules" || fail "$user used $r, which no rule of the chart grants"
+  done <<<"$used"
+}
+check_audit "$SA_USER" "$F" 1
+echo "scope cluster passed ($((SECONDS - T0)) s)"
+
+# ---------------------------------------------------------------------------------------------
+echo "== 4. the chart on kubesim, scope namespace"
+kc delete pod -n tb-system tb-trainbench-b --wait=true --timeout=30s >/dev/null
+kc delete -f "$WORK/r/default.apply.json" --wait=true --timeout=30s >/dev/null
+F=$WORK/r/ns.json
+kc create namespace bench >/dev/null
+apply_chart "$F"
+NS_USER="system:serviceaccount:bench:$(q "$F" '.[] | select(.kind == "ServiceAccount") | .metadata.name')"
+run_operator_pod "$F" tbns-trainbench-a
+wait_for 30 leading bench tbns-trainbench-a || fail "namespaced operator is not leading: $(pod_log bench tbns-trainbench-a)"
+# A job outside the watched namespace is not the operator's; one inside runs.
+mlp_job outside 4 "{backoffLimit: 0}" "{nodes: 1, devicesPerNode: 1, paradigm: none}" >"$WORK/outside.yaml"
+kc apply -f "$WORK/outside.yaml" >/dev/null
+mlp_job inside 4 "{backoffLimit: 0}" "{nodes: 1, devicesPerNode: 1, paradigm: none}" >"$WORK/inside.yaml"
+kc apply -n bench -f "$WORK/inside.yaml" >/dev/null
+wait_for 120 phase_in bj bench inside Succeeded ||
+  fail "job inside: $(kc get bj -n bench inside -o jsonpath='{.status}')"
+expect "the job outside the watched namespace" "$(kc get bj outside -o jsonpath='{.status.phase}')$(kc get pods -l trainbench.dev/job=outside -o name)" ""
+check_audit "$NS_USER" "$F" 0  # the rules are the cluster scope's, checked above
+outside_ns=$(audit_of "$NS_USER" | jq -r 'select(.resource != null and .resource != "" and .namespace != "bench") | "\(.verb) \(.uri)"')
+[ -z "$outside_ns" ] || fail "the namespaced operator made requests outside its namespace: $outside_ns"
+
+echo "PASS helm_chart_test ($((SECONDS - T0)) s)"
