@@ -179,7 +179,8 @@ int cmd_run(const std::vector<std::string>& args) {
     display.set_width(ws.ws_col);
   }
   std::cerr << "trainbench: job " << job.metadata.name << ": " << runs.size() << (runs.size() == 1 ? " run" : " runs")
-            << " of " << job.benchmark.model << " (worker " << worker << ")\n";
+            << " of " << (job.benchmark.model.empty() ? "all-reduce" : job.benchmark.model) << " (worker " << worker
+            << ")\n";
 
   std::vector<RunOutcome> outcomes;
   bool any_failed = false;
@@ -192,7 +193,7 @@ int cmd_run(const std::vector<std::string>& args) {
     pr.number = static_cast<int>(i) + 1;
     pr.count = static_cast<int>(runs.size());
     pr.label = run.label();
-    pr.model = run.model;
+    pr.model = run.paradigm == "allreduce" ? "(communication only)" : run.model;
     pr.world_size = run.world_size();
     pr.warmup_steps = run.warmup_steps;
     display.begin(pr);

@@ -100,6 +100,66 @@ std::string field_or(const std::string& obj, const std::string& field, const std
 
 std::string cel_string(const std::string& s) { return "'" + s + "'"; }
 
+json transformer_schema() {
+  const TransformerSpec t;
+  auto knob = [](const std::string& what, int dflt) {
+    return int_t(what + "; 0 keeps the model's preset.", 0, kInt32Max, dflt);
+  };
+  return object_t(
+      "Size overrides of bert-base and gpt2-small (presets: 12 layers, hidden 768, 12 heads, intermediate 3072; "
+      "vocab 30522 / 50257, positions 512 / 1024).",
+      {{"layers", knob("Transformer layers", t.layers)},
+       {"hidden", knob("Hidden size (a multiple of heads)", t.hidden)},
+       {"heads", knob("Attention heads", t.heads)},
+       {"intermediate", knob("Feed-forward inner size", t.intermediate)},
+       {"vocabSize", knob("Vocabulary size", t.vocab_size)},
+       {"maxPositions", knob("Position embeddings (>= sequenceLength)", t.max_positions)}});
+}
+
+json mlstm_schema() {
+  const MlstmSpec m;
+  return object_t("The multiplicative LSTM of the scaling note (byte-level, vocab 256).",
+                  {{"hiddenSize", int_t("Hidden (and memory) size.", 1, kInt32Max, m.hidden_size)},
+                   {"embeddingSize", int_t("Byte embedding size.", 1, kInt32Max, m.embedding_size)}});
+}
+
+json hybrid_embedding_schema() {
+  const HybridEmbeddingSpec h;
+  return object_t(
+      "The DDP + RPC benchmark's HybridModel: numTables EmbeddingBags (sum), concatenated, then Linear layers "
+      "denseSizes... -> numClasses.",
+      {{"numTables", int_t("Embedding tables (one per parameter server in the seed).", 1, kInt32Max, h.num_tables)},
+       {"numEmbeddings", int_t("Rows per table.", 1, kInt32Max, h.num_embeddings)},
+       {"embeddingDim", int_t("Columns per table.", 1, kInt32Max, h.embedding_dim)},
+       {"bagSize", int_t("Indices per bag (one bag per example and table).", 1, kInt32Max, h.bag_size)},
+       {"denseSizes",
+        {{"type", "array"},
+         {"description", "Hidden widths of the dense part (ReLU after the second layer, as in the seed)."},
+         {"items", {{"type", "integer"}, {"format", "int32"}, {"minimum", 1}, {"maximum", kInt32Max}}},
+         {"default", h.dense_sizes}}},
+       {"numClasses", int_t("Output classes.", 2, kInt32Max, h.num_classes)}});
+}
+
+json allreduce_schema() {
+  const AllreduceSpec a;
+  // Powers of two only: an integer enum says so where a CRD has no "power of two" keyword.
+  auto size_t_ = [](const std::string& description, std::int64_t dflt) {
+    return json{{"type", "integer"}, {"format", "int32"}, {"enum", allreduce_size_values()},
+                {"default", dflt}, {"description", description}};
+  };
+  json j = object_t(
+      "paradigm allreduce: message sizes swept by doubling from minBytes to maxBytes (powers of two, 4 B to "
+      "1 GiB), and the element type.",
+      {{"minBytes", size_t_("Smallest message in bytes (a power of two).", a.min_bytes)},
+       {"maxBytes", size_t_("Largest message in bytes (a power of two, >= minBytes).", a.max_bytes)},
+       {"dtype", enum_t(known_allreduce_dtypes(), "Element type of the all-reduced buffers.", a.dtype)}});
+  j["x-kubernetes-validations"] = json::array(
+      {cel(field_or("self", "minBytes", std::to_string(a.min_bytes)) + " <= " +
+               field_or("self", "maxBytes", std::to_string(a.max_bytes)),
+           "spec.benchmark.allreduce: minBytes must be <= maxBytes")});
+  return j;
+}
+
 json benchmark_schema() {
   const BenchmarkSpec b;
   const MlpSpec m;
@@ -123,13 +183,18 @@ json benchmark_schema() {
         bool_t("Broadcast BatchNorm buffers from rank 0 before each forward.", d.broadcast_buffers)}});
   return object_t(
       "What is trained and measured. Data is synthetic, made on the device once per run.",
-      {{"model", enum_t(known_models(), "The model; parameter counts equal torchvision's.")},
+      {{"model", enum_t(known_models(), "The model; parameter counts equal the reference implementations' "
+                                          "(torchvision, BERT-base with pooler, GPT-2 small).")},
        {"paradigm", enum_t(known_paradigms(),
                            "none: one process, no communication (the \"no ddp\" row); ddp: data parallel with "
-                           "bucketed all-reduce.",
+                           "bucketed all-reduce; zero: ddp with Adam's state sharded over the ranks (ZeRO-1); "
+                           "pipeline / model-parallel: one model stage per rank, GPipe micro-batches / one batch.",
                            b.paradigm)},
        {"batchSizePerDevice", int_t("Examples per rank per step.", 1, 65536, b.batch_size_per_device)},
-       {"precision", enum_t(known_precisions(), "Training precision.", b.precision)},
+       {"precision", enum_t(known_precisions(),
+                              "Training precision: fp32; amp-bf16 (autocast to bfloat16, CPU or GPU); amp-fp16 "
+                              "(autocast to float16 with dynamic loss scaling, GPU only).",
+                              b.precision)},
        {"warmupSteps", int_t("Steps run before timing starts.", 0, kInt32Max, b.warmup_steps)},
        {"measureSteps", int_t("Timed steps per repeat.", 1, kInt32Max, b.measure_steps)},
        {"repeats", int_t("Rounds of measureSteps; the report shows the median over rounds.", 1, 1000, b.repeats)},
@@ -139,13 +204,34 @@ json benchmark_schema() {
          {"minimum", 0},
          {"default", b.seed},
          {"description", "Seed of model initialisation and synthetic data."}}},
-       {"learningRate", positive_number("SGD learning rate (momentum 0.9).", b.learning_rate)},
+       {"learningRate", positive_number("Learning rate of the optimizer.", b.learning_rate)},
        {"threadsPerProcess",
         int_t("Intra-op threads per rank; 0: the node's cores / ranks per node.", 0, 1024, b.threads_per_process)},
        {"imageSize", int_t("Input height and width of the image models.", 32, 1024, b.image_size)},
        {"mlp", mlp},
-       {"ddp", ddp}},
-      {"model"});
+       {"ddp", ddp},
+       {"optimizer", enum_t(known_optimizers(),
+                            "sgd (momentum 0.9) or adam (betas 0.9/0.999, eps 1e-8); unset: adam for paradigm zero, "
+                            "sgd for the others.")},
+       {"pipeline",
+        object_t("paradigms pipeline and model-parallel: the model as a sequence of blocks split into one stage "
+                 "per rank.",
+                 {{"microBatches",
+                   int_t("pipeline: micro-batches per step (GPipe); model-parallel uses 1.", 1, 65536,
+                         b.pipeline.micro_batches)},
+                  {"boundaries",
+                   {{"type", "array"},
+                    {"description",
+                     "Index of the first block of stages 1..S-1 (S = nodes x devicesPerNode); unset: balanced by "
+                     "parameter count."},
+                    {"items", {{"type", "integer"}, {"format", "int32"}, {"minimum", 1}, {"maximum", kInt32Max}}}}}})},
+       {"sequenceLength",
+        int_t("Tokens per sequence of bert-base, gpt2-small and mlstm (their ex/sec counts sequences).", 1, 65536,
+              b.sequence_length)},
+       {"transformer", transformer_schema()},
+       {"mlstm", mlstm_schema()},
+       {"hybridEmbedding", hybrid_embedding_schema()},
+       {"allreduce", allreduce_schema()}});  // model: required unless every run is allreduce (spec's rule)
 }
 
 json sweep_schema() {
@@ -253,7 +339,13 @@ json spec_schema() {
        cel("!has(self.sweep) || self.sweep.all(e, " + paradigm + " != 'none' || (" +
                field_or("e", "nodes", std::to_string(e.nodes)) + " == 1 && " +
                field_or("e", "devicesPerNode", std::to_string(e.devices_per_node)) + " == 1))",
-           "spec.sweep: paradigm none runs on exactly one device (nodes 1, devicesPerNode 1)")});
+           "spec.sweep: paradigm none runs on exactly one device (nodes 1, devicesPerNode 1)"),
+       cel("!has(self.benchmark.precision) || self.benchmark.precision != 'amp-fp16' || " +
+               field_or("self", "device", cel_string(j.device)) + " == 'cuda'",
+           "spec.benchmark.precision: amp-fp16 needs spec.device cuda"),
+       cel("!has(self.benchmark) || has(self.benchmark.model) || (has(self.sweep) && size(self.sweep) > 0 && "
+           "self.sweep.all(e, " + paradigm + " == 'allreduce'))",
+           "spec.benchmark.model: is required unless every run is paradigm allreduce")});
   return spec;
 }
 

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/allreduce_run.hpp"
 #include "core/json_fields.hpp"
 
 namespace trainbench {
@@ -60,9 +61,30 @@ RunReport summarize_run(const RunConfig& cfg, const RunResult& result) {
     run.repeats.push_back(percentiles(pooled));
   }
   run.sec_per_iter = median_of(run.repeats);
-  run.examples_per_sec = throughput(run.sec_per_iter, static_cast<double>(cfg.batch_size_per_device) * cfg.world_size());
+  // A pipeline's ranks are stages of one model replica: it trains one batch per step.
+  const bool staged = cfg.paradigm == "pipeline" || cfg.paradigm == "model-parallel";
+  run.examples_per_sec =
+      throughput(run.sec_per_iter, static_cast<double>(cfg.batch_size_per_device) * (staged ? 1 : cfg.world_size()));
+  run.optimizer = result.optimizer;
+  if (staged) {
+    PipelineReport pr;
+    pr.stages = cfg.world_size();
+    pr.micro_batches = result.micro_batches;
+    pr.block_count = result.block_count;
+    pr.stage_starts = result.stage_starts;
+    pr.theoretical_bubble = static_cast<double>(pr.stages - 1) / static_cast<double>(pr.micro_batches + pr.stages - 1);
+    run.pipeline = pr;
+  }
   run.parameter_count = result.parameter_count;
   run.ddp_bucket_count = result.ddp_bucket_count;
+  double loss_start = 0;
+  double loss_end = 0;
+  for (const auto& rk : result.ranks) {
+    loss_start += rk.initial_loss;
+    loss_end += rk.final_loss;
+  }
+  run.loss_start = loss_start / static_cast<double>(result.ranks.size());
+  run.loss_end = loss_end / static_cast<double>(result.ranks.size());
   for (const auto& rk : result.ranks) {
     RankReport rr;
     rr.rank = rk.rank;
@@ -72,9 +94,16 @@ RunReport summarize_run(const RunConfig& cfg, const RunResult& result) {
     for (const auto& steps : rk.step_seconds) per_repeat.push_back(percentiles(steps));
     rr.sec_per_iter = median_of(per_repeat);
     rr.peak_memory_bytes = rk.peak_memory_bytes;
+    rr.optimizer_state_bytes = rk.optimizer_state_bytes;
+    rr.parameter_count = rk.parameter_count;
+    if (staged) {
+      rr.stage = rk.stage;
+      rr.bubble_fraction = rk.bubble_fraction;
+    }
     run.max_peak_memory_bytes = std::max(run.max_peak_memory_bytes, rk.peak_memory_bytes);
     run.ranks.push_back(rr);
   }
+  if (result.allreduce) summarize_allreduce_run(cfg, result, run);
   return run;
 }
 
@@ -96,7 +125,7 @@ Report assemble_report(const BenchmarkJob& job, std::vector<RunReport> runs, con
   auto pick = [&rep](bool want_none) -> std::optional<int> {
     for (std::size_t i = 0; i < rep.runs.size(); ++i) {
       const auto& r = rep.runs[i];
-      if (r.phase == "Succeeded" && r.world_size == 1 && (!want_none || r.paradigm == "none")) {
+      if (r.phase == "Succeeded" && r.world_size == 1 && !r.allreduce && (!want_none || r.paradigm == "none")) {
         return static_cast<int>(i);
       }
     }
@@ -111,7 +140,7 @@ Report assemble_report(const BenchmarkJob& job, std::vector<RunReport> runs, con
   if (rep.baseline_run) {
     const double base = rep.runs[static_cast<std::size_t>(*rep.baseline_run)].examples_per_sec.p50;
     for (auto& r : rep.runs) {
-      if (r.phase != "Succeeded" || !(base > 0)) continue;
+      if (r.phase != "Succeeded" || !(base > 0) || r.allreduce) continue;
       r.speedup = speedup(r.examples_per_sec.p50, base);
       r.efficiency = scaling_efficiency(*r.speedup, r.world_size);
     }
@@ -165,13 +194,29 @@ nlohmann::json to_json(const RunReport& run) {
     j["parameterCount"] = run.parameter_count;
     j["ddpBucketCount"] = run.ddp_bucket_count;
     j["maxPeakMemoryBytes"] = run.max_peak_memory_bytes;
+    if (run.loss_start) j["lossStart"] = *run.loss_start;
+    if (run.loss_end) j["lossEnd"] = *run.loss_end;
+    if (run.allreduce) j["allreduce"] = to_json(*run.allreduce);
+    if (!run.optimizer.empty()) j["optimizer"] = run.optimizer;
+    if (run.pipeline) {
+      j["pipeline"] = {{"stages", run.pipeline->stages},
+                       {"microBatches", run.pipeline->micro_batches},
+                       {"blockCount", run.pipeline->block_count},
+                       {"stageStarts", run.pipeline->stage_starts},
+                       {"theoreticalBubble", run.pipeline->theoretical_bubble}};
+    }
     nlohmann::json ranks = nlohmann::json::array();
     for (const auto& rk : run.ranks) {
-      ranks.push_back({{"rank", rk.rank},
-                       {"nodeRank", rk.node_rank},
-                       {"localRank", rk.local_rank},
-                       {"secPerIter", pct_json(rk.sec_per_iter)},
-                       {"peakMemoryBytes", rk.peak_memory_bytes}});
+      nlohmann::json rj = {{"rank", rk.rank},
+                           {"nodeRank", rk.node_rank},
+                           {"localRank", rk.local_rank},
+                           {"secPerIter", pct_json(rk.sec_per_iter)},
+                           {"peakMemoryBytes", rk.peak_memory_bytes},
+                           {"optimizerStateBytes", rk.optimizer_state_bytes},
+                           {"parameterCount", rk.parameter_count}};
+      if (rk.stage) rj["stage"] = *rk.stage;
+      if (rk.bubble_fraction) rj["bubbleFraction"] = *rk.bubble_fraction;
+      ranks.push_back(rj);
     }
     j["ranks"] = ranks;
   } else {
@@ -224,6 +269,24 @@ RunReport run_report_from_json(const nlohmann::json& rj, const std::string& p) {
     run.parameter_count = jf::get_int(rj, "parameterCount", p);
     run.ddp_bucket_count = static_cast<int>(jf::get_int(rj, "ddpBucketCount", p));
     run.max_peak_memory_bytes = jf::get_int(rj, "maxPeakMemoryBytes", p);
+    if (jf::has(rj, "lossStart")) run.loss_start = jf::get_number(rj, "lossStart", p);
+    if (jf::has(rj, "lossEnd")) run.loss_end = jf::get_number(rj, "lossEnd", p);
+    if (jf::has(rj, "optimizer")) run.optimizer = jf::get_string(rj, "optimizer", p);
+    if (jf::has(rj, "pipeline")) {
+      const std::string pp = p + ".pipeline";
+      const auto& pj = jf::get_object(rj, "pipeline", p);
+      PipelineReport pr;
+      pr.stages = static_cast<int>(jf::get_int(pj, "stages", pp));
+      pr.micro_batches = static_cast<int>(jf::get_int(pj, "microBatches", pp));
+      pr.block_count = static_cast<int>(jf::get_int(pj, "blockCount", pp));
+      const auto& starts = jf::get_array(pj, "stageStarts", pp);
+      for (std::size_t i = 0; i < starts.size(); ++i) {
+        pr.stage_starts.push_back(static_cast<int>(jf::as_number(starts[i], pp + ".stageStarts[" + std::to_string(i) + "]")));
+      }
+      pr.theoretical_bubble = jf::get_number(pj, "theoreticalBubble", pp);
+      run.pipeline = pr;
+    }
+    if (jf::has(rj, "allreduce")) run.allreduce = allreduce_report_from_json(rj["allreduce"], p + ".allreduce");
     const auto& ranks = jf::get_array(rj, "ranks", p);
     for (std::size_t k = 0; k < ranks.size(); ++k) {
       const std::string rp = p + ".ranks[" + std::to_string(k) + "]";
@@ -234,6 +297,12 @@ RunReport run_report_from_json(const nlohmann::json& rj, const std::string& p) {
       rk.local_rank = static_cast<int>(jf::get_int(ranks[k], "localRank", rp));
       rk.sec_per_iter = pct_from_json(jf::member(ranks[k], "secPerIter", rp), rp + ".secPerIter");
       rk.peak_memory_bytes = jf::get_int(ranks[k], "peakMemoryBytes", rp);
+      if (jf::has(ranks[k], "optimizerStateBytes")) {
+        rk.optimizer_state_bytes = jf::get_int(ranks[k], "optimizerStateBytes", rp);
+      }
+      if (jf::has(ranks[k], "parameterCount")) rk.parameter_count = jf::get_int(ranks[k], "parameterCount", rp);
+      if (jf::has(ranks[k], "stage")) rk.stage = static_cast<int>(jf::get_int(ranks[k], "stage", rp));
+      if (jf::has(ranks[k], "bubbleFraction")) rk.bubble_fraction = jf::get_number(ranks[k], "bubbleFraction", rp);
       run.ranks.push_back(rk);
     }
   } else if (run.phase == "Failed") {

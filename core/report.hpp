@@ -22,6 +22,19 @@ struct RankReport {
   int local_rank = 0;
   Percentiles sec_per_iter;     ///< over this rank's measured steps, median over repeats
   std::int64_t peak_memory_bytes = 0;
+  std::int64_t optimizer_state_bytes = 0;  ///< momentum / Adam moments held by this rank
+  std::int64_t parameter_count = 0;        ///< parameters this rank holds (pipeline: its stage's)
+  std::optional<int> stage;                ///< pipeline / model-parallel: this rank's stage
+  std::optional<double> bubble_fraction;   ///< pipeline / model-parallel: measured idle share
+};
+
+/// pipeline / model-parallel runs: how the model was split and the bubble GPipe predicts.
+struct PipelineReport {
+  int stages = 1;
+  int micro_batches = 1;
+  int block_count = 0;
+  std::vector<int> stage_starts;  ///< first block of each stage
+  double theoretical_bubble = 0;  ///< (S - 1) / (M + S - 1)
 };
 
 /// One configuration (sweep entry) of the report.
@@ -44,6 +57,15 @@ struct RunReport {
   std::int64_t parameter_count = 0;
   int ddp_bucket_count = 0;
   std::int64_t max_peak_memory_bytes = 0;
+  /// Training loss at the first and the last measured step, mean over ranks (each rank's loss
+  /// on its own batch). Absent in reports written before they existed.
+  std::optional<double> loss_start;
+  std::optional<double> loss_end;
+  /// paradigm allreduce: the per-size table (core/allreduce.hpp). secPerIter is then the time of
+  /// one all-reduce of the largest size, examplesPerSec 0, and there is no speedup or loss.
+  std::optional<AllreduceReport> allreduce;
+  std::string optimizer;                 ///< sgd | adam ("" in older reports)
+  std::optional<PipelineReport> pipeline;
   std::vector<RankReport> ranks;
 };
 

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <sstream>
+
+#include "core/allreduce_run.hpp"
 
 namespace trainbench {
 namespace {
@@ -46,7 +49,75 @@ std::size_t name_width(const std::vector<const RunReport*>& runs) {
 
 std::string dash_line(std::size_t n) { return std::string(n, '-'); }
 
+/// "a / b" for up to 4 ranks, else "max a".
+std::string per_rank(const RunReport& r, const std::function<std::string(const RankReport&)>& cell,
+                     const std::function<double(const RankReport&)>& value) {
+  if (r.ranks.empty()) return "-";
+  if (r.ranks.size() > 4) {
+    const auto it = std::max_element(r.ranks.begin(), r.ranks.end(),
+                                     [&](const RankReport& a, const RankReport& b) { return value(a) < value(b); });
+    return "max " + cell(*it);
+  }
+  std::string out;
+  for (const auto& rk : r.ranks) out += (out.empty() ? "" : " / ") + cell(rk);
+  return out;
+}
+
+/// The DistributedTest table: one row per run with its paradigm, optimizer, throughput, memory
+/// per device, optimizer state per device, loss and (pipelines) the bubble. Shown when the sweep
+/// mixes paradigms or uses zero / pipeline / model-parallel.
+void paradigm_table(std::ostringstream& os, const std::vector<const RunReport*>& runs) {
+  std::vector<const RunReport*> ok;
+  std::vector<std::string> paradigms;
+  bool special = false;
+  for (const auto* r : runs) {
+    if (r->phase != "Succeeded" || r->allreduce) continue;
+    ok.push_back(r);
+    if (std::find(paradigms.begin(), paradigms.end(), r->paradigm) == paradigms.end()) paradigms.push_back(r->paradigm);
+    special = special || r->paradigm == "zero" || r->pipeline.has_value();
+  }
+  if (ok.empty() || (paradigms.size() < 2 && !special)) return;
+  const std::vector<std::string> head = {"", "paradigm", "optimizer", "ex/sec p50", "memory per device",
+                                         "optimizer state per device", "loss first -> last", "bubble per stage (GPipe)"};
+  std::vector<std::vector<std::string>> rows{head};
+  for (const auto* r : ok) {
+    std::string bubble = "-";
+    if (r->pipeline) {
+      bubble = per_rank(*r, [](const RankReport& k) { return printf_str("%.0f%%", k.bubble_fraction.value_or(0) * 100); },
+                        [](const RankReport& k) { return k.bubble_fraction.value_or(0); }) +
+               printf_str(" (%.0f%%)", r->pipeline->theoretical_bubble * 100);
+    }
+    rows.push_back({row_name(*r), r->paradigm + (r->pipeline ? " x" + std::to_string(r->pipeline->micro_batches) : ""),
+                    r->optimizer.empty() ? "-" : r->optimizer, fmt_rate(r->examples_per_sec.p50),
+                    per_rank(*r, [](const RankReport& k) { return fmt_bytes(k.peak_memory_bytes); },
+                             [](const RankReport& k) { return static_cast<double>(k.peak_memory_bytes); }),
+                    per_rank(*r, [](const RankReport& k) { return fmt_bytes(k.optimizer_state_bytes); },
+                             [](const RankReport& k) { return static_cast<double>(k.optimizer_state_bytes); }),
+                    r->loss_start && r->loss_end ? printf_str("%.4f", *r->loss_start) + " -> " + printf_str("%.4f", *r->loss_end)
+                                                 : "-",
+                    bubble});
+  }
+  std::vector<std::size_t> width(head.size(), 0);
+  for (const auto& row : rows) {
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  os << "\nParadigms side by side (memory per device: peak RSS of each rank on CPU, allocator peak on GPU;\n"
+        "pipeline x M: M micro-batches; bubble: share of the step a stage waited on its neighbours, GPipe's\n"
+        "(S-1)/(M+S-1) in brackets):\n\n";
+  for (const auto& row : rows) {
+    os << pad_left(row[0], width[0]);
+    for (std::size_t c = 1; c < row.size(); ++c) {
+      os << "  " << (c + 1 < row.size() ? pad_right(row[c], width[c]) : row[c]);
+    }
+    os << "\n";
+  }
+}
+
 void benchmark_title(std::ostringstream& os, const Report& r) {
+  if (r.model.empty()) {  // every run is paradigm allreduce
+    os << "Benchmark: all-reduce (communication only)\n";
+    return;
+  }
   os << "Benchmark: " << r.model << " with batch size " << r.batch_size_per_device << "\n";
 }
 
@@ -68,6 +139,14 @@ std::string format_report(const Report& report) {
   os << "* BLAS: " << (e.blas.empty() ? "unknown" : e.blas) << "\n";
   if (!e.hostname.empty()) os << "* Host: " << e.hostname << "\n";
   os << "\n";
+  if (!report.runs.empty() && std::all_of(report.runs.begin(), report.runs.end(),
+                                          [](const RunReport& r) { return r.paradigm == "allreduce"; })) {
+    os << "Benchmark: all-reduce (communication only)\n";
+    for (const auto& r : report.runs) {
+      if (r.phase != "Succeeded") os << "\n" << row_name(r) << "  FAILED: " << first_line(r.error) << "\n";
+    }
+    return os.str() + format_allreduce_runs(report);
+  }
   benchmark_title(os, report);
   os << "(" << report.precision << "; " << report.warmup_steps << " warm-up steps, then " << report.repeats << " x "
      << report.measure_steps << " measured steps, median of the repeats; ex/sec counts all devices)\n\n";
@@ -82,6 +161,10 @@ std::string format_report(const Report& report) {
     os << pad_left(row_name(*r), w);
     if (r->phase != "Succeeded") {
       os << "  FAILED: " << first_line(r->error) << "\n";
+      continue;
+    }
+    if (r->allreduce) {
+      os << "  all-reduce: its table follows the per-rank rows\n";
       continue;
     }
     const double sec[4] = {r->sec_per_iter.p50, r->sec_per_iter.p75, r->sec_per_iter.p90, r->sec_per_iter.p95};
@@ -102,6 +185,20 @@ std::string format_report(const Report& report) {
     os << "\nno single-device run succeeded: speedup and efficiency are not computed\n";
   }
 
+  const bool any_loss = std::any_of(runs.begin(), runs.end(), [](const RunReport* r) {
+    return r->phase == "Succeeded" && r->loss_start && r->loss_end;
+  });
+  if (any_loss) {
+    os << "\nLoss (mean over ranks) at the first -> the last measured step:\n\n";
+    for (const auto* r : runs) {
+      if (r->phase != "Succeeded" || !r->loss_start || !r->loss_end) continue;
+      os << pad_left(row_name(*r), w) << "  " << printf_str("%.4f", *r->loss_start) << " -> "
+         << printf_str("%.4f", *r->loss_end) << "\n";
+    }
+  }
+
+  paradigm_table(os, runs);
+
   os << "\nPer rank (sec/iter, median of repeats; peak memory):\n\n";
   for (const auto* r : runs) {
     if (r->phase != "Succeeded") continue;
@@ -113,6 +210,7 @@ std::string format_report(const Report& report) {
          << "  peak " << fmt_bytes(rk.peak_memory_bytes) << "\n";
     }
   }
+  os << format_allreduce_runs(report);
   return os.str();
 }
 
@@ -192,6 +290,10 @@ std::string format_diff(const Report& base, const Report& test) {
          << (t->phase != "Succeeded" ? "failed in test" : "") << "\n";
       continue;
     }
+    if (b->allreduce || t->allreduce) {
+      os << "  all-reduce: busbw compared below\n";
+      continue;
+    }
     auto cell = [](const char* name, double sec, double ex, double base_ex) {
       std::string d = base_ex > 0 ? printf_str("%+.1f%%", (ex - base_ex) / base_ex * 100.0) : std::string("n/a");
       return std::string("  ") + name + pad_left(fmt_sec(sec), 10) + pad_left(fmt_rate(ex), 11) + pad_left(d, 9);
@@ -200,6 +302,7 @@ std::string format_diff(const Report& base, const Report& test) {
        << cell("p95:", t->sec_per_iter.p95, t->examples_per_sec.p95, b->examples_per_sec.p95) << "\n";
   }
   os << "\nsec/iter and ex/sec are the test's; diff is the change of ex/sec from baseline to test\n";
+  os << format_allreduce_diffs(base, test);
   return os.str();
 }
 

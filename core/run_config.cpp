@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "core/json_fields.hpp"
+#include "core/model_sizes.hpp"
 
 namespace trainbench {
 
@@ -11,7 +12,10 @@ namespace jf = json_fields;
 
 std::string RunConfig::label() const {
   if (paradigm == "none") return "no ddp";
-  return std::to_string(nodes) + "M/" + std::to_string(devices_per_node) + "G";
+  const std::string shape = std::to_string(nodes) + "M/" + std::to_string(devices_per_node) + "G";
+  // The seed's labels name DDP runs by shape only; other paradigms add their name so that a
+  // sweep mixing paradigms has one distinct row per run ("1M/2G zero").
+  return paradigm == "ddp" ? shape : shape + " " + paradigm;
 }
 
 std::string RunConfig::devices_label() const {
@@ -41,6 +45,13 @@ nlohmann::json to_json(const RunConfig& c) {
        {{"bucketCapMB", c.ddp.bucket_cap_mb},
         {"gradientCompression", c.ddp.gradient_compression},
         {"broadcastBuffers", c.ddp.broadcast_buffers}}},
+      {"optimizer", c.optimizer},
+      {"pipeline", {{"microBatches", c.pipeline.micro_batches}, {"boundaries", c.pipeline.boundaries}}},
+      {"sequenceLength", c.sequence_length},
+      {"transformer", to_json(c.transformer)},
+      {"mlstm", to_json(c.mlstm)},
+      {"hybridEmbedding", to_json(c.hybrid_embedding)},
+      {"allreduce", to_json(c.allreduce)},
       {"device", c.device},
       {"backend", c.backend},
       {"collectiveTimeoutSeconds", c.collective_timeout_seconds},
@@ -84,6 +95,27 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
   c.ddp.bucket_cap_mb = jf::get_number(ddp, "bucketCapMB", "ddp");
   c.ddp.gradient_compression = jf::get_string(ddp, "gradientCompression", "ddp");
   c.ddp.broadcast_buffers = jf::get_bool(ddp, "broadcastBuffers", "ddp");
+  c.optimizer = jf::get_string(j, "optimizer", p);
+  const auto& pipe = jf::get_object(j, "pipeline", p);
+  c.pipeline.micro_batches = static_cast<int>(jf::get_int(pipe, "microBatches", "pipeline"));
+  const auto& bounds = jf::get_array(pipe, "boundaries", "pipeline");
+  for (std::size_t i = 0; i < bounds.size(); ++i) {
+    if (!bounds[i].is_number_integer()) {
+      throw std::runtime_error("pipeline.boundaries[" + std::to_string(i) + "]: must be an integer");
+    }
+    c.pipeline.boundaries.push_back(bounds[i].get<int>());
+  }
+  if (c.pipeline.micro_batches < 1) throw std::runtime_error("pipeline.microBatches: must be >= 1");
+  c.sequence_length = static_cast<int>(jf::get_int(j, "sequenceLength", p));
+  c.transformer = transformer_spec_from_json(jf::get_object(j, "transformer", p), "transformer");
+  c.mlstm = mlstm_spec_from_json(jf::get_object(j, "mlstm", p), "mlstm");
+  c.hybrid_embedding = hybrid_embedding_spec_from_json(jf::get_object(j, "hybridEmbedding", p), "hybridEmbedding");
+  if (jf::has(j, "allreduce")) {  // optional: configs from before the allreduce paradigm lack it
+    const auto& ar = jf::get_object(j, "allreduce", p);
+    c.allreduce.min_bytes = jf::get_int(ar, "minBytes", "allreduce");
+    c.allreduce.max_bytes = jf::get_int(ar, "maxBytes", "allreduce");
+    c.allreduce.dtype = jf::get_string(ar, "dtype", "allreduce");
+  }
   c.device = jf::get_string(j, "device", p);
   c.backend = jf::get_string(j, "backend", p);
   c.collective_timeout_seconds = static_cast<int>(jf::get_int(j, "collectiveTimeoutSeconds", p));
@@ -120,6 +152,14 @@ std::vector<RunConfig> plan_runs(const BenchmarkJob& job, int cores) {
     c.image_size = b.image_size;
     c.mlp = b.mlp;
     c.ddp = b.ddp;
+    c.optimizer = b.optimizer.empty() ? default_optimizer(c.paradigm) : b.optimizer;
+    c.pipeline = b.pipeline;
+    if (c.paradigm != "pipeline") c.pipeline.micro_batches = 1;  // model-parallel: one micro-batch
+    c.sequence_length = b.sequence_length;
+    c.transformer = b.transformer;
+    c.mlstm = b.mlstm;
+    c.hybrid_embedding = b.hybrid_embedding;
+    c.allreduce = b.allreduce;
     if (e.bucket_cap_mb) c.ddp.bucket_cap_mb = *e.bucket_cap_mb;
     c.device = job.device;
     c.backend = job.backend.empty() ? (job.device == "cuda" ? "nccl" : "gloo") : job.backend;

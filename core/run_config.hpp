@@ -33,6 +33,13 @@ struct RunConfig {
   int image_size = 224;
   MlpSpec mlp;
   DdpSpec ddp;
+  std::string optimizer = "sgd";  ///< sgd (momentum 0.9) | adam; resolved per paradigm
+  PipelineSpec pipeline;          ///< micro_batches resolved: 1 unless paradigm pipeline
+  int sequence_length = 128;
+  TransformerSpec transformer;
+  MlstmSpec mlstm;
+  HybridEmbeddingSpec hybrid_embedding;
+  AllreduceSpec allreduce;        ///< paradigm allreduce
   std::string device = "cpu";
   std::string backend = "gloo";
   int collective_timeout_seconds = 300;

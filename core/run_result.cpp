@@ -42,11 +42,22 @@ nlohmann::json to_json(const RunResult& r) {
                      {"localRank", rk.local_rank},
                      {"stepSeconds", rk.step_seconds},
                      {"peakMemoryBytes", rk.peak_memory_bytes},
-                     {"finalLoss", rk.final_loss}});
+                     {"finalLoss", rk.final_loss},
+                     {"initialLoss", rk.initial_loss},
+                     {"optimizerStateBytes", rk.optimizer_state_bytes},
+                     {"parameterCount", rk.parameter_count},
+                     {"stage", rk.stage},
+                     {"bubbleFraction", rk.bubble_fraction}});
   }
-  return {{"runIndex", r.run_index},         {"worldSize", r.world_size},
+  nlohmann::json out = {{"runIndex", r.run_index},         {"worldSize", r.world_size},
           {"parameterCount", r.parameter_count}, {"ddpBucketCount", r.ddp_bucket_count},
           {"environment", to_json(r.environment)}, {"ranks", ranks}};
+  out["optimizer"] = r.optimizer;
+  out["microBatches"] = r.micro_batches;
+  out["blockCount"] = r.block_count;
+  out["stageStarts"] = r.stage_starts;
+  if (r.allreduce) out["allreduce"] = to_json(*r.allreduce);
+  return out;
 }
 
 RunResult run_result_from_json(const nlohmann::json& j) {
@@ -56,6 +67,17 @@ RunResult run_result_from_json(const nlohmann::json& j) {
   r.world_size = static_cast<int>(jf::get_int(j, "worldSize", ""));
   r.parameter_count = jf::get_int(j, "parameterCount", "");
   r.ddp_bucket_count = static_cast<int>(jf::get_int(j, "ddpBucketCount", ""));
+  if (jf::has(j, "optimizer")) r.optimizer = jf::get_string(j, "optimizer", "");
+  if (jf::has(j, "microBatches")) r.micro_batches = static_cast<int>(jf::get_int(j, "microBatches", ""));
+  if (jf::has(j, "blockCount")) r.block_count = static_cast<int>(jf::get_int(j, "blockCount", ""));
+  if (jf::has(j, "stageStarts")) {
+    const auto& starts = jf::get_array(j, "stageStarts", "");
+    for (std::size_t i = 0; i < starts.size(); ++i) {
+      if (!starts[i].is_number_integer()) throw std::runtime_error("stageStarts[" + std::to_string(i) + "]: must be an integer");
+      r.stage_starts.push_back(starts[i].get<int>());
+    }
+  }
+  if (jf::has(j, "allreduce")) r.allreduce = allreduce_run_info_from_json(j["allreduce"], "allreduce");
   r.environment = environment_from_json(jf::get_object(j, "environment", ""));
   const auto& ranks = jf::get_array(j, "ranks", "");
   for (std::size_t i = 0; i < ranks.size(); ++i) {
@@ -68,6 +90,11 @@ RunResult run_result_from_json(const nlohmann::json& j) {
     rk.local_rank = static_cast<int>(jf::get_int(rj, "localRank", p));
     rk.peak_memory_bytes = jf::get_int(rj, "peakMemoryBytes", p);
     rk.final_loss = jf::get_number(rj, "finalLoss", p);
+    if (jf::has(rj, "initialLoss")) rk.initial_loss = jf::get_number(rj, "initialLoss", p);
+    if (jf::has(rj, "optimizerStateBytes")) rk.optimizer_state_bytes = jf::get_int(rj, "optimizerStateBytes", p);
+    if (jf::has(rj, "parameterCount")) rk.parameter_count = jf::get_int(rj, "parameterCount", p);
+    if (jf::has(rj, "stage")) rk.stage = static_cast<int>(jf::get_int(rj, "stage", p));
+    if (jf::has(rj, "bubbleFraction")) rk.bubble_fraction = jf::get_number(rj, "bubbleFraction", p);
     const auto& reps = jf::get_array(rj, "stepSeconds", p);
     for (std::size_t r_i = 0; r_i < reps.size(); ++r_i) {
       const std::string rp = p + ".stepSeconds[" + std::to_string(r_i) + "]";

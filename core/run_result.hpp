@@ -1,10 +1,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "core/allreduce.hpp"
 
 namespace trainbench {
 
@@ -28,7 +31,18 @@ struct RankResult {
   int local_rank = 0;
   std::vector<std::vector<double>> step_seconds;
   std::int64_t peak_memory_bytes = 0;  ///< host peak RSS on CPU, allocator peak on CUDA
-  double final_loss = 0.0;
+  double final_loss = 0.0;    ///< loss of the last measured step
+  double initial_loss = 0.0;  ///< loss of the first measured step ("initialLoss"; 0 when absent)
+  /// Bytes of optimizer state this rank holds after the run (momentum / Adam moments; for zero
+  /// only its shard's). "optimizerStateBytes"; 0 when absent.
+  std::int64_t optimizer_state_bytes = 0;
+  /// Parameters this rank holds and trains (pipeline / model-parallel: its stage's; else the
+  /// model's). "parameterCount"; 0 when absent.
+  std::int64_t parameter_count = 0;
+  /// pipeline / model-parallel: this rank's stage and the fraction of its measured step time
+  /// spent waiting for activations / gradients from its neighbours (the measured bubble).
+  int stage = -1;
+  double bubble_fraction = 0.0;
 };
 
 /// What the workers of one run produce (rank 0 gathers it from every rank and writes it as
@@ -38,6 +52,15 @@ struct RunResult {
   int world_size = 1;
   std::int64_t parameter_count = 0;
   int ddp_bucket_count = 0;     ///< 0 for paradigm none
+  std::string optimizer;        ///< sgd | adam ("" when absent)
+  int micro_batches = 1;        ///< pipeline: micro-batches per step
+  /// pipeline / model-parallel: block count of the model and the first block of each stage
+  /// (stageStarts[0] = 0), resolved by the worker.
+  int block_count = 0;
+  std::vector<int> stage_starts;
+  /// paradigm allreduce: sizes, dtype, the measured copy limit; the ranks' stepSeconds are then
+  /// [repeat][size] = seconds per all-reduce ("allreduce"; absent for other paradigms).
+  std::optional<AllreduceRunInfo> allreduce;
   EnvironmentInfo environment;
   std::vector<RankResult> ranks;  ///< ordered by rank
 };

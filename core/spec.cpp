@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/model_sizes.hpp"
 #include "core/version.hpp"
 #include "core/yaml_node_json.hpp"
 
@@ -287,11 +288,94 @@ void read_ddp(Reader& r, const YAML::Node& n, const std::string& path, DdpSpec& 
   r.read_bool(n, "broadcastBuffers", path, d.broadcast_buffers);
 }
 
+void read_allreduce(Reader& r, const YAML::Node& n, const std::string& path, AllreduceSpec& a) {
+  if (!r.object(n, path, {"minBytes", "maxBytes", "dtype"})) return;
+  long long v = 0;
+  if (r.read_integer(n, "minBytes", path, v)) a.min_bytes = v;
+  if (r.read_integer(n, "maxBytes", path, v)) a.max_bytes = v;
+  r.read_string(n, "dtype", path, a.dtype);
+}
+
+void read_int_list(Reader& r, const YAML::Node& n, const std::string& path, std::vector<int>& out) {
+  if (!n.IsDefined() || n.IsNull()) return;
+  if (!n.IsSequence()) {
+    r.error(path, "must be a list of integers, got " + Reader::describe(n));
+    return;
+  }
+  out.clear();
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    long long v = 0;
+    const std::string p = path + "[" + std::to_string(i) + "]";
+    if (r.scalar_integer(n[i], p, v)) {
+      if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
+        r.error(p, "must be a 32-bit integer, got " + std::to_string(v));
+      } else {
+        out.push_back(static_cast<int>(v));
+      }
+    }
+  }
+}
+
+void read_model_sizes(Reader& r, const YAML::Node& n, const std::string& path, BenchmarkSpec& b) {
+  r.read_int(n, "sequenceLength", path, b.sequence_length);
+  const YAML::Node t = n["transformer"];
+  const std::string tp = path + ".transformer";
+  if (t.IsDefined() && !t.IsNull() &&
+      r.object(t, tp, {"layers", "hidden", "heads", "intermediate", "vocabSize", "maxPositions"})) {
+    r.read_int(t, "layers", tp, b.transformer.layers);
+    r.read_int(t, "hidden", tp, b.transformer.hidden);
+    r.read_int(t, "heads", tp, b.transformer.heads);
+    r.read_int(t, "intermediate", tp, b.transformer.intermediate);
+    r.read_int(t, "vocabSize", tp, b.transformer.vocab_size);
+    r.read_int(t, "maxPositions", tp, b.transformer.max_positions);
+  }
+  const YAML::Node m = n["mlstm"];
+  const std::string mp = path + ".mlstm";
+  if (m.IsDefined() && !m.IsNull() && r.object(m, mp, {"hiddenSize", "embeddingSize"})) {
+    r.read_int(m, "hiddenSize", mp, b.mlstm.hidden_size);
+    r.read_int(m, "embeddingSize", mp, b.mlstm.embedding_size);
+  }
+  const YAML::Node h = n["hybridEmbedding"];
+  const std::string hp = path + ".hybridEmbedding";
+  if (h.IsDefined() && !h.IsNull() &&
+      r.object(h, hp, {"numTables", "numEmbeddings", "embeddingDim", "bagSize", "denseSizes", "numClasses"})) {
+    auto& he = b.hybrid_embedding;
+    r.read_int(h, "numTables", hp, he.num_tables);
+    r.read_int(h, "numEmbeddings", hp, he.num_embeddings);
+    r.read_int(h, "embeddingDim", hp, he.embedding_dim);
+    r.read_int(h, "bagSize", hp, he.bag_size);
+    r.read_int(h, "numClasses", hp, he.num_classes);
+    read_int_list(r, h["denseSizes"], hp + ".denseSizes", he.dense_sizes);
+  }
+}
+
+void read_pipeline(Reader& r, const YAML::Node& n, const std::string& path, PipelineSpec& p) {
+  if (!r.object(n, path, {"microBatches", "boundaries"})) return;
+  r.read_int(n, "microBatches", path, p.micro_batches);
+  const YAML::Node b = n["boundaries"];
+  if (!b.IsDefined() || b.IsNull()) return;
+  if (!b.IsSequence()) {
+    r.error(path + ".boundaries", "must be a list of integers, got " + Reader::describe(b));
+    return;
+  }
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    long long v = 0;
+    const std::string ip = path + ".boundaries[" + std::to_string(i) + "]";
+    if (!r.scalar_integer(b[i], ip, v)) continue;
+    if (v < 1 || v > std::numeric_limits<int>::max()) {
+      r.error(ip, "must be a block index >= 1, got " + std::to_string(v));
+    } else {
+      p.boundaries.push_back(static_cast<int>(v));
+    }
+  }
+}
+
 void read_benchmark(Reader& r, const YAML::Node& n, BenchmarkSpec& b) {
   const std::string path = "spec.benchmark";
   if (!r.object(n, path,
                 {"model", "paradigm", "batchSizePerDevice", "precision", "warmupSteps", "measureSteps", "repeats",
-                 "seed", "learningRate", "threadsPerProcess", "imageSize", "mlp", "ddp"}))
+                 "seed", "learningRate", "threadsPerProcess", "imageSize", "mlp", "ddp", "optimizer", "pipeline", "sequenceLength",
+                 "transformer", "mlstm", "hybridEmbedding", "allreduce"}))
     return;
   r.read_string(n, "model", path, b.model);
   r.read_string(n, "paradigm", path, b.paradigm);
@@ -313,6 +397,10 @@ void read_benchmark(Reader& r, const YAML::Node& n, BenchmarkSpec& b) {
   r.read_int(n, "imageSize", path, b.image_size);
   if (n["mlp"].IsDefined() && !n["mlp"].IsNull()) read_mlp(r, n["mlp"], path + ".mlp", b.mlp);
   if (n["ddp"].IsDefined() && !n["ddp"].IsNull()) read_ddp(r, n["ddp"], path + ".ddp", b.ddp);
+  r.read_string(n, "optimizer", path, b.optimizer);
+  if (n["pipeline"].IsDefined() && !n["pipeline"].IsNull()) read_pipeline(r, n["pipeline"], path + ".pipeline", b.pipeline);
+  read_model_sizes(r, n, path, b);
+  if (n["allreduce"].IsDefined() && !n["allreduce"].IsNull()) read_allreduce(r, n["allreduce"], path + ".allreduce", b.allreduce);
 }
 
 void read_sweep(Reader& r, const YAML::Node& n, std::vector<SweepEntry>& sweep) {
@@ -523,18 +611,25 @@ void check_quantities(Checker& c, const std::string& path, const std::map<std::s
 std::string PodTemplate::default_worker_image() { return std::string("trainbench/worker:") + kVersion; }
 
 const std::vector<std::string>& known_models() {
-  static const std::vector<std::string> v{"mlp",      "resnet18",        "resnet50",
-                                          "resnet101", "resnext50_32x4d", "resnext101_32x8d"};
+  static const std::vector<std::string> v{"mlp",       "resnet18",        "resnet50",
+                                          "resnet101", "resnext50_32x4d", "resnext101_32x8d",
+                                          "bert-base", "gpt2-small",      "mlstm",
+                                          "hybrid-embedding"};
   return v;
 }
 const std::vector<std::string>& known_paradigms() {
-  static const std::vector<std::string> v{"none", "ddp"};
+  static const std::vector<std::string> v{"none", "ddp", "zero", "pipeline", "model-parallel", "allreduce"};
   return v;
 }
 const std::vector<std::string>& known_precisions() {
-  static const std::vector<std::string> v{"fp32"};
+  static const std::vector<std::string> v{"fp32", "amp-bf16", "amp-fp16"};
   return v;
 }
+const std::vector<std::string>& known_optimizers() {
+  static const std::vector<std::string> v{"sgd", "adam"};
+  return v;
+}
+std::string default_optimizer(const std::string& paradigm) { return paradigm == "zero" ? "adam" : "sgd"; }
 const std::vector<std::string>& known_compressions() {
   static const std::vector<std::string> v{"none", "fp16", "bf16"};
   return v;
@@ -582,12 +677,20 @@ std::vector<FieldError> validate(const BenchmarkJob& job) {
 
   const BenchmarkSpec& b = job.benchmark;
   const std::string bp = "spec.benchmark";
+  // paradigm allreduce trains nothing: a job whose runs are all allreduce needs no model.
+  const bool all_allreduce =
+      !job.sweep.empty() && std::all_of(job.sweep.begin(), job.sweep.end(), [&b](const SweepEntry& e) {
+        return e.paradigm.value_or(b.paradigm) == "allreduce";
+      });
   if (b.model.empty()) {
-    c.add(bp + ".model", "is required (one of [" + list(known_models()) + "])");
+    if (!all_allreduce) {
+      c.add(bp + ".model", "is required (one of [" + list(known_models()) + "]) unless every run is paradigm allreduce");
+    }
   } else {
     c.one_of(bp + ".model", b.model, known_models());
   }
   c.one_of(bp + ".paradigm", b.paradigm, known_paradigms());
+  for (const auto& e : validate_allreduce(b.allreduce, bp + ".allreduce")) c.add(e.path, e.message);
   c.at_least(bp + ".batchSizePerDevice", b.batch_size_per_device, 1);
   c.at_most(bp + ".batchSizePerDevice", b.batch_size_per_device, 65536);
   c.one_of(bp + ".precision", b.precision, known_precisions());
@@ -607,6 +710,21 @@ std::vector<FieldError> validate(const BenchmarkJob& job) {
   }
   c.positive(bp + ".ddp.bucketCapMB", b.ddp.bucket_cap_mb);
   c.one_of(bp + ".ddp.gradientCompression", b.ddp.gradient_compression, known_compressions());
+  if (!b.optimizer.empty()) c.one_of(bp + ".optimizer", b.optimizer, known_optimizers());
+  c.at_least(bp + ".pipeline.microBatches", b.pipeline.micro_batches, 1);
+  c.at_most(bp + ".pipeline.microBatches", b.pipeline.micro_batches, 65536);  // batchSizePerDevice's bound
+  for (std::size_t i = 1; i < b.pipeline.boundaries.size(); ++i) {
+    if (b.pipeline.boundaries[i] <= b.pipeline.boundaries[i - 1]) {
+      c.add(bp + ".pipeline.boundaries[" + std::to_string(i) + "]",
+            "must be greater than the previous boundary (" + std::to_string(b.pipeline.boundaries[i - 1]) +
+                "), got " + std::to_string(b.pipeline.boundaries[i]));
+    }
+  }
+  if (b.precision == "amp-fp16" && job.device != "cuda") {
+    c.add(bp + ".precision", "amp-fp16 needs spec.device cuda (CPU autocast has bfloat16 only: use amp-bf16), got "
+                             "device " + quote(job.device));
+  }
+  for (const auto& e : validate_model_sizes(b)) c.add(e.path, e.message);
 
   c.one_of("spec.device", job.device, known_devices());
   if (!job.backend.empty()) {
@@ -680,6 +798,23 @@ std::vector<FieldError> validate(const BenchmarkJob& job) {
                 std::to_string(e.nodes) + ", devicesPerNode " + std::to_string(e.devices_per_node));
     }
     if (e.bucket_cap_mb) c.positive(p + ".bucketCapMB", *e.bucket_cap_mb);
+    if (paradigm == "zero" && !b.optimizer.empty() && b.optimizer != "adam") {
+      c.add(bp + ".optimizer", "paradigm zero shards Adam's state (" + p + "): must be adam, got " + quote(b.optimizer));
+    }
+    const bool staged = paradigm == "pipeline" || paradigm == "model-parallel";
+    if (paradigm == "pipeline" && b.pipeline.micro_batches > b.batch_size_per_device) {
+      c.add(bp + ".pipeline.microBatches", "must be <= batchSizePerDevice (" + std::to_string(b.batch_size_per_device) +
+                                               ") for paradigm pipeline (" + p + "), got " +
+                                               std::to_string(b.pipeline.micro_batches));
+    }
+    const long long stages = static_cast<long long>(e.nodes) * e.devices_per_node;
+    if (staged && !b.pipeline.boundaries.empty() &&
+        static_cast<long long>(b.pipeline.boundaries.size()) + 1 != stages) {
+      c.add(p, "paradigm " + paradigm + " runs one stage per rank: spec.benchmark.pipeline.boundaries has " +
+                   std::to_string(b.pipeline.boundaries.size()) + " entries (" +
+                   std::to_string(b.pipeline.boundaries.size() + 1) + " stages), but nodes x devicesPerNode is " +
+                   std::to_string(stages));
+    }
   }
   return errors;
 }
@@ -707,7 +842,15 @@ nlohmann::json to_json(const BenchmarkJob& job) {
        {{"bucketCapMB", b.ddp.bucket_cap_mb},
         {"gradientCompression", b.ddp.gradient_compression},
         {"broadcastBuffers", b.ddp.broadcast_buffers}}},
+      {"pipeline", {{"microBatches", b.pipeline.micro_batches}, {"boundaries", b.pipeline.boundaries}}},
+      {"sequenceLength", b.sequence_length},
+      {"transformer", to_json(b.transformer)},
+      {"mlstm", to_json(b.mlstm)},
+      {"hybridEmbedding", to_json(b.hybrid_embedding)},
   };
+  if (!b.optimizer.empty()) benchmark["optimizer"] = b.optimizer;
+  benchmark["allreduce"] = to_json(b.allreduce);
+  if (b.model.empty()) benchmark.erase("model");  // allowed when every run is allreduce
   json sweep = json::array();
   for (const SweepEntry& e : job.sweep) {
     json entry = {{"nodes", e.nodes}, {"devicesPerNode", e.devices_per_node}};

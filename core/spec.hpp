@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/allreduce.hpp"
 #include "core/spec_error.hpp"
 
 namespace trainbench {
@@ -28,6 +29,47 @@ struct DdpSpec {
   bool broadcast_buffers = true;               ///< BatchNorm buffers from rank 0 each step
 };
 
+/// Size overrides of the transformer models (bert-base, gpt2-small); 0 keeps the preset's value
+/// (bert-base: 12 layers, hidden 768, 12 heads, intermediate 3072, vocab 30522, 512 positions;
+/// gpt2-small: 12, 768, 12, 3072, 50257, 1024).
+struct TransformerSpec {
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int intermediate = 0;
+  int vocab_size = 0;
+  int max_positions = 0;
+};
+
+/// The multiplicative LSTM of the sentiment-discovery scaling note (byte-level, vocab 256).
+struct MlstmSpec {
+  int hidden_size = 4096;
+  int embedding_size = 64;
+};
+
+/// The DDP + RPC benchmark's HybridModel: numTables EmbeddingBags (sum) of numEmbeddings x
+/// embeddingDim, concatenated, then Linear layers denseSizes... -> numClasses (ReLU after the
+/// second layer, as in the seed).
+struct HybridEmbeddingSpec {
+  int num_tables = 8;
+  int num_embeddings = 300;
+  int embedding_dim = 64;
+  int bag_size = 5;
+  std::vector<int> dense_sizes{256, 128, 64, 32};
+  int num_classes = 8;
+};
+
+/// spec.benchmark.pipeline: how paradigms pipeline and model-parallel split the model into
+/// stages, one per rank (the model seen as a sequence of blocks, worker/models.hpp).
+struct PipelineSpec {
+  int micro_batches = 4;        ///< pipeline: micro-batches per step (GPipe); model-parallel uses 1
+  std::vector<int> boundaries;  ///< index of the first block of stages 1..S-1; empty: balanced by parameters
+};
+
+/// The optimizer a paradigm uses when spec.benchmark.optimizer is not set: adam for zero (ZeRO
+/// shards Adam's state), sgd (momentum 0.9) for the others.
+std::string default_optimizer(const std::string& paradigm);
+
 struct BenchmarkSpec {
   std::string model;                 ///< required: mlp, resnet18, resnet50, ...
   std::string paradigm = "ddp";      ///< none | ddp
@@ -42,6 +84,13 @@ struct BenchmarkSpec {
   int image_size = 224;              ///< input height = width for image models
   MlpSpec mlp;
   DdpSpec ddp;
+  std::string optimizer;             ///< sgd | adam; "": default_optimizer(paradigm) per run
+  PipelineSpec pipeline;
+  int sequence_length = 128;         ///< tokens per sequence of the language models
+  TransformerSpec transformer;
+  MlstmSpec mlstm;
+  HybridEmbeddingSpec hybrid_embedding;
+  AllreduceSpec allreduce;           ///< paradigm allreduce: message sizes and dtype
 };
 
 /// One cluster shape of the sweep; optional fields override spec.benchmark.
@@ -113,6 +162,7 @@ const std::vector<std::string>& known_models();
 const std::vector<std::string>& known_paradigms();
 const std::vector<std::string>& known_precisions();
 const std::vector<std::string>& known_compressions();
+const std::vector<std::string>& known_optimizers();        ///< sgd, adam
 const std::vector<std::string>& known_devices();           ///< cpu, cuda
 const std::vector<std::string>& known_backends();          ///< gloo, nccl
 const std::vector<std::string>& known_pull_policies();     ///< Always, IfNotPresent, Never

@@ -2,7 +2,7 @@
 //
 // Usage:
 //   trainbench-worker                        run one rank (environment below)
-//   trainbench-worker --describe-model NAME  print {"model","parameters","buffers"} as JSON
+//   trainbench-worker --describe-model NAME  print {"model","parameters","buffers","headParameters"} as JSON
 //                                            (default RunConfig; element counts) and exit
 //
 // Environment:
@@ -28,6 +28,8 @@
 //   TRAINBENCH_DUMP_PARAMS=PREFIX        every rank writes its final parameters, flattened in
 //                                        registration order, as raw little-endian float32 to
 //                                        PREFIX.rank<R>.bin
+//   TRAINBENCH_ALLREDUCE_FAULT_RANK=R    paradigm allreduce: rank R contributes a wrong value to
+//                                        every size's verified all-reduce (the run must fail)
 //   TRAINBENCH_REFERENCE_WORLD_SIZE=W    paradigm none, world size 1 only: train on the
 //                                        concatenation of the batches ranks 0..W-1 would
 //                                        generate (the global batch DDP must be equivalent to)
@@ -146,7 +148,11 @@ int run_master_from_env() {
 
 int describe_model(const std::string& name) {
   const auto s = trainbench::worker::summarize_model(name, trainbench::RunConfig{});
-  std::cout << nlohmann::json{{"model", s.model}, {"parameters", s.parameters}, {"buffers", s.buffers}}.dump()
+  std::cout << nlohmann::json{{"model", s.model},
+                               {"parameters", s.parameters},
+                               {"buffers", s.buffers},
+                               {"headParameters", s.head_parameters}}
+                   .dump()
             << "\n";
   return 0;
 }

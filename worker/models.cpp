@@ -6,6 +6,7 @@
 #include <map>
 
 #include "worker/model_summary.hpp"
+#include "worker/models_lm.hpp"
 #include "worker/worker_error.hpp"
 
 namespace trainbench::worker {
@@ -38,6 +39,18 @@ class Mlp : public BenchModel {
       if (i + 1 < layers_.size()) x = torch::relu(x);
     }
     return x;
+  }
+  std::vector<ModelBlock> blocks() override {
+    std::vector<ModelBlock> out;
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+      std::shared_ptr<nn::LinearImpl> layer = layers_[i].ptr();
+      const bool relu = i + 1 < layers_.size();
+      out.push_back({"fc" + std::to_string(i), {layer}, [layer, relu](torch::Tensor x) {
+                       x = layer->forward(x);
+                       return relu ? torch::relu(x) : x;
+                     }});
+    }
+    return out;
   }
   std::vector<std::int64_t> example_shape() const override { return {input_}; }
   std::int64_t num_classes() const override { return classes_; }
@@ -180,6 +193,34 @@ class ResNet : public BenchModel {
     x = torch::flatten(avgpool_->forward(x), 1);
     return fc_->forward(x);
   }
+  std::vector<ModelBlock> blocks() override {
+    std::vector<ModelBlock> out;
+    auto conv1 = conv1_.ptr();
+    auto bn1 = bn1_.ptr();
+    auto maxpool = maxpool_.ptr();
+    out.push_back({"stem", {conv1, bn1, maxpool}, [conv1, bn1, maxpool](torch::Tensor x) {
+                     return maxpool->forward(torch::relu(bn1->forward(conv1->forward(x))));
+                   }});
+    for (std::size_t s = 0; s < stages_.size(); ++s) {
+      for (std::size_t i = 0; i < stages_[s]->size(); ++i) {
+        std::shared_ptr<nn::Module> block = stages_[s]->ptr(i);
+        std::function<torch::Tensor(torch::Tensor)> fwd;
+        if (auto basic = std::dynamic_pointer_cast<BasicBlock>(block)) {
+          fwd = [basic](torch::Tensor x) { return basic->forward(x); };
+        } else {
+          auto bottleneck = std::dynamic_pointer_cast<Bottleneck>(block);
+          fwd = [bottleneck](torch::Tensor x) { return bottleneck->forward(x); };
+        }
+        out.push_back({"layer" + std::to_string(s + 1) + "." + std::to_string(i), {block}, fwd});
+      }
+    }
+    auto avgpool = avgpool_.ptr();
+    auto fc = fc_.ptr();
+    out.push_back({"head", {avgpool, fc}, [avgpool, fc](torch::Tensor x) {
+                     return fc->forward(torch::flatten(avgpool->forward(x), 1));
+                   }});
+    return out;
+  }
   std::vector<std::int64_t> example_shape() const override { return {3, image_size_, image_size_}; }
   std::int64_t num_classes() const override { return classes_; }
 
@@ -209,14 +250,30 @@ constexpr std::int64_t kImageClasses = 1000;
 
 }  // namespace
 
+SyntheticBatch BenchModel::synthetic_batch(std::int64_t batch, at::Generator& gen) const {
+  std::vector<std::int64_t> shape{batch};
+  for (auto d : example_shape()) shape.push_back(d);
+  SyntheticBatch b;
+  b.inputs = at::randn(shape, gen, at::TensorOptions().dtype(at::kFloat));
+  b.targets = at::randint(0, num_classes(), {batch}, gen, at::TensorOptions().dtype(at::kLong));
+  return b;
+}
+
+torch::Tensor BenchModel::loss(const torch::Tensor& inputs, const torch::Tensor& targets) {
+  return torch::nn::functional::cross_entropy(forward(inputs), targets);
+}
+
 const std::vector<std::string>& model_names() {
   static const std::vector<std::string> names = {"mlp",       "resnet18",        "resnet50",
-                                                 "resnet101", "resnext50_32x4d", "resnext101_32x8d"};
+                                                 "resnet101", "resnext50_32x4d", "resnext101_32x8d",
+                                                 "bert-base", "gpt2-small",      "mlstm",
+                                                 "hybrid-embedding"};
   return names;
 }
 
 std::shared_ptr<BenchModel> build_model(const std::string& name, const RunConfig& config) {
   if (name == "mlp") return std::make_shared<Mlp>(config.mlp);
+  if (auto lm = build_sequence_model(name, config)) return lm;
   const auto& shapes = resnet_shapes();
   const auto it = shapes.find(name);
   if (it == shapes.end()) {
@@ -238,6 +295,9 @@ ModelSummary summarize_model(const std::string& name, const RunConfig& config) {
   s.model = name;
   for (const auto& p : model->parameters()) s.parameters += p.numel();
   for (const auto& b : model->buffers()) s.buffers += b.numel();
+  for (const auto& kv : model->named_parameters()) {
+    if (kv.key().rfind("head.", 0) == 0) s.head_parameters += kv.value().numel();
+  }
   return s;
 }
 

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 
 #include "worker/torch_compat.hpp"
 #include "worker/worker_error.hpp"
@@ -206,6 +207,40 @@ at::Tensor Communicator::allgather(const at::Tensor& tensor) {
     throw std::runtime_error("all-gather failed: " + compat::error_message(e));
   }
   return at::stack(output[0]);
+}
+
+void Communicator::allgather_into(const at::Tensor& input, const std::vector<at::Tensor>& outputs) {
+  std::vector<at::Tensor> in{input};
+  std::vector<std::vector<at::Tensor>> out{outputs};
+  try {
+    wait_work(impl_->backend->allgather(out, in), impl_->timeout);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error("all-gather failed: " + compat::error_message(e));
+  }
+}
+
+PendingCollective Communicator::send(at::Tensor tensor, int dst, int tag) {
+  auto tensors = std::make_shared<std::vector<at::Tensor>>(1, std::move(tensor));
+  compat::WorkPtr work;
+  try {
+    work = impl_->backend->send(*tensors, dst, tag);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error("send to rank " + std::to_string(dst) + " failed: " + compat::error_message(e));
+  }
+  const auto timeout = impl_->timeout;
+  return PendingCollective([work, tensors, timeout] { wait_work(work, timeout); });
+}
+
+PendingCollective Communicator::recv(at::Tensor tensor, int src, int tag) {
+  auto tensors = std::make_shared<std::vector<at::Tensor>>(1, std::move(tensor));
+  compat::WorkPtr work;
+  try {
+    work = impl_->backend->recv(*tensors, src, tag);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error("recv from rank " + std::to_string(src) + " failed: " + compat::error_message(e));
+  }
+  const auto timeout = impl_->timeout;
+  return PendingCollective([work, tensors, timeout] { wait_work(work, timeout); });
 }
 
 }  // namespace trainbench::worker

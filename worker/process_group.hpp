@@ -82,6 +82,13 @@ class Communicator {
   /// Blocking all-gather of a 1-D tensor of the same length on every rank: returns
   /// [size, length], row r from rank r.
   at::Tensor allgather(const at::Tensor& tensor);
+  /// Blocking all-gather of `input` into `outputs`, one tensor like `input` per rank (views into
+  /// one buffer work: no stacked copy as allgather() makes).
+  void allgather_into(const at::Tensor& input, const std::vector<at::Tensor>& outputs);
+  /// Point-to-point, asynchronous: wait() completes it. `tensor` (contiguous) is kept alive
+  /// until then; a recv fills it. Messages between two ranks match by `tag`.
+  PendingCollective send(at::Tensor tensor, int dst, int tag);
+  PendingCollective recv(at::Tensor tensor, int src, int tag);
 
  private:
   struct Impl;

@@ -16,23 +16,33 @@
 
 #include "core/run_result.hpp"
 #include "core/version.hpp"
+#include "worker/amp.hpp"
+#include "worker/allreduce_bench.hpp"
 #include "worker/ddp_reducer.hpp"
 #include "worker/gpu_monitor.hpp"
 #include "worker/metrics.hpp"
 #include "worker/models.hpp"
 #include "worker/output_files.hpp"
+#include "worker/pipeline.hpp"
 #include "worker/process_group.hpp"
+#include "worker/environment_info.hpp"
 #include "worker/system_probe.hpp"
 #include "worker/torch_compat.hpp"
 #include "worker/worker_error.hpp"
+#include "worker/zero_optimizer.hpp"
 
 namespace trainbench::worker {
 namespace {
 
 void validate(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   auto fail = [](const std::string& m) { throw ConfigError("run config: " + m); };
-  if (c.paradigm != "none" && c.paradigm != "ddp") {
-    fail("paradigm must be none or ddp, got '" + c.paradigm + "'");
+  if (c.paradigm != "none" && c.paradigm != "ddp" && c.paradigm != "zero" && c.paradigm != "pipeline" &&
+      c.paradigm != "model-parallel") {
+    fail("paradigm must be none, ddp, zero, pipeline or model-parallel, got '" + c.paradigm + "'");
+  }
+  if (c.paradigm == "zero" && c.optimizer != "adam") fail("paradigm zero shards Adam: optimizer must be adam");
+  if ((c.paradigm == "pipeline" || c.paradigm == "model-parallel") && c.precision == "amp-fp16") {
+    fail("paradigm " + c.paradigm + " does not support precision amp-fp16 (loss scaling)");
   }
   if (env.world_size != c.world_size()) {
     fail("the environment says world size " + std::to_string(env.world_size) +
@@ -43,7 +53,7 @@ void validate(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
     fail("paradigm none runs a single process, got world size " + std::to_string(env.world_size));
   }
   if (c.device != "cpu" && c.device != "cuda") fail("device must be cpu or cuda, got '" + c.device + "'");
-  if (c.paradigm == "ddp" && c.backend != "gloo" && c.backend != "nccl") {
+  if (c.paradigm != "none" && c.backend != "gloo" && c.backend != "nccl") {
     fail("backend must be gloo or nccl, got '" + c.backend + "'");
   }
   if (c.batch_size_per_device < 1) fail("batchSizePerDevice must be >= 1");
@@ -53,20 +63,16 @@ void validate(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   if (c.threads_per_process < 1) fail("threadsPerProcess must be >= 1 (resolved)");
   if (!(c.learning_rate >= 0) || !std::isfinite(c.learning_rate)) fail("learningRate must be >= 0");
   if (c.collective_timeout_seconds < 1) fail("collectiveTimeoutSeconds must be >= 1");
-  if (o.reference_world_size != 0 && (c.paradigm != "none" || env.world_size != 1)) {
+  // (A one-stage pipeline with W micro-batches on the W ranks' batches accumulates their
+  // gradients one batch at a time: the zero test's reference, see tests/worker.)
+  if (o.reference_world_size != 0 && ((c.paradigm != "none" && c.paradigm != "pipeline") || env.world_size != 1)) {
     throw ConfigError("TRAINBENCH_REFERENCE_WORLD_SIZE needs paradigm none and world size 1");
   }
   if (o.reference_world_size < 0) throw ConfigError("TRAINBENCH_REFERENCE_WORLD_SIZE must be >= 1");
 }
 
 std::optional<at::ScalarType> autocast_dtype(const RunConfig& c) {
-  if (c.precision == "fp32") return std::nullopt;
-  if (c.precision == "bf16") return at::kBFloat16;
-  if (c.precision == "fp16") {
-    if (c.device != "cuda") throw ConfigError("run config: precision fp16 needs device cuda");
-    return at::kHalf;
-  }
-  throw ConfigError("run config: precision must be fp32, bf16 or fp16, got '" + c.precision + "'");
+  return autocast_dtype_for(c.precision, c.device);  // worker/amp.hpp
 }
 
 std::uint64_t splitmix64(std::uint64_t x) {
@@ -86,12 +92,10 @@ struct Batch {
 Batch rank_batch(const BenchModel& model, const RunConfig& c, int rank) {
   at::Generator gen =
       at::detail::createCPUGenerator(splitmix64(c.seed ^ splitmix64(static_cast<std::uint64_t>(rank) + 1)));
-  std::vector<std::int64_t> shape{c.batch_size_per_device};
-  for (auto d : model.example_shape()) shape.push_back(d);
+  SyntheticBatch s = model.synthetic_batch(c.batch_size_per_device, gen);
   Batch b;
-  b.inputs = at::randn(shape, gen, at::TensorOptions().dtype(at::kFloat));
-  b.targets = at::randint(0, model.num_classes(), {c.batch_size_per_device}, gen,
-                          at::TensorOptions().dtype(at::kLong));
+  b.inputs = s.inputs;
+  b.targets = s.targets;
   return b;
 }
 
@@ -132,20 +136,6 @@ void dump_parameters(const std::string& prefix, int rank, const std::vector<torc
   write_float32_file(prefix + ".rank" + std::to_string(rank) + ".bin", values);
 }
 
-EnvironmentInfo environment_info(const RunConfig& c, const torch::Device& device) {
-  EnvironmentInfo e;
-  e.trainbench_version = kVersion;
-  e.libtorch_version = TORCH_VERSION;
-  e.cuda_version = compat::cuda_version();
-  e.backend = c.backend;
-  e.device = c.device;
-  e.device_name = device.is_cuda() ? compat::cuda_device_name(device.index()) : cpu_model_name();
-  e.blas = loaded_blas_library();
-  e.hostname = host_name();
-  e.threads_per_process = c.threads_per_process;
-  return e;
-}
-
 void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   validate(env, c, o);
   const auto precision = autocast_dtype(c);
@@ -165,24 +155,31 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
     compat::cuda_set_device(env.local_rank);
     device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
   }
-  const bool ddp = c.paradigm == "ddp";
+  const bool zero = c.paradigm == "zero";
+  const bool ddp = c.paradigm == "ddp" || zero;  // zero all-reduces gradients with the DDP reducer
+  const bool pipelined = c.paradigm == "pipeline" || c.paradigm == "model-parallel";
 
   std::unique_ptr<RunStore> store;
   if (o.external_store) {
     store = RunStore::connect(env.master_addr, env.master_port, std::chrono::seconds(c.collective_timeout_seconds));
   }
   std::unique_ptr<Communicator> comm;
-  if (ddp) comm = Communicator::create(env, c, store.get(), o.bind_address);
+  if (ddp || pipelined) comm = Communicator::create(env, c, store.get(), o.bind_address);
   const int world = env.world_size;
 
   torch::manual_seed(c.seed);  // same initial model on every rank
   std::shared_ptr<BenchModel> model = build_model(c.model, c);
   model->to(device);
   model->train();
-  const std::vector<torch::Tensor> params = model->parameters();
-  const std::vector<torch::Tensor> buffers = model->buffers();
-  std::int64_t parameter_count = 0;
-  for (const auto& p : params) parameter_count += p.numel();
+  std::int64_t parameter_count = 0;  // the whole model's
+  for (const auto& p : model->parameters()) parameter_count += p.numel();
+  // pipeline / model-parallel: this rank keeps one stage of the model (worker/pipeline.hpp).
+  std::unique_ptr<PipelineStage> stage;
+  if (pipelined) stage = std::make_unique<PipelineStage>(*model, c, *comm);
+  const std::vector<torch::Tensor> params = stage ? stage->parameters() : model->parameters();
+  const std::vector<torch::Tensor> buffers = stage ? stage->buffers() : model->buffers();
+  std::int64_t rank_parameter_count = 0;
+  for (const auto& p : params) rank_parameter_count += p.numel();
 
   std::unique_ptr<DdpReducer> reducer;
   if (ddp) {
@@ -196,8 +193,11 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   }
   const bool sync_buffers = ddp && c.ddp.broadcast_buffers && world > 1 && !buffers.empty();
 
-  const Batch batch = make_batch(*model, c, env.rank, o.reference_world_size, device);
-  torch::optim::SGD optimizer(params, torch::optim::SGDOptions(c.learning_rate).momentum(0.9));
+  // A pipeline trains one batch (rank 0's, as the unsplit model would): every stage makes it,
+  // stage 0 reads its inputs and the last stage its targets.
+  const Batch batch = make_batch(*model, c, pipelined ? 0 : env.rank, o.reference_world_size, device);
+  const std::unique_ptr<StepOptimizer> optimizer =
+      zero ? make_zero_adam(c.learning_rate, params, *comm) : make_optimizer(c.optimizer, c.learning_rate, params);
   if (device.is_cuda()) compat::cuda_reset_peak_memory(device.index());
 
   std::unique_ptr<WorkerMetrics> metrics;
@@ -220,8 +220,28 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   double last_communication = 0;
 
   double last_loss = 0;
+  double first_measured_loss = 0;
+  std::optional<GradScaler> scaler = GradScaler::for_precision(c.precision);
   int step_number = 0;
+  // pipeline / model-parallel: this stage's part of every micro-batch's forward and backward.
+  std::vector<double> pipeline_waits;  // per step: seconds spent waiting on the neighbours
+  auto pipeline_step = [&]() -> double {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (auto& p : params) p.mutable_grad() = torch::Tensor();
+    last_loss = stage->forward_backward(batch.inputs, batch.targets, precision);
+    optimizer->step();
+    if (device.is_cuda()) compat::cuda_synchronize(device.index());
+    const auto t1 = std::chrono::steady_clock::now();
+    ++step_number;
+    pipeline_waits.push_back(stage->last_wait_seconds());
+    if (!std::isfinite(last_loss)) {
+      throw std::runtime_error("loss is not finite (" + std::to_string(last_loss) + ") at step " +
+                               std::to_string(step_number));
+    }
+    return std::chrono::duration<double>(t1 - t0).count();
+  };
   auto train_step = [&]() -> double {
+    if (stage) return pipeline_step();
     const auto t0 = std::chrono::steady_clock::now();
     if (sync_buffers) comm->broadcast(buffers, 0);
     if (reducer) {
@@ -236,16 +256,25 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
     {
       std::optional<compat::AutocastScope> autocast;
       if (precision) autocast.emplace(device.type(), *precision);
-      torch::Tensor logits = model->forward(batch.inputs);
-      loss = torch::nn::functional::cross_entropy(logits, batch.targets);
+      loss = model->loss(batch.inputs, batch.targets);
     }
-    loss.backward();
+    if (scaler) {
+      scaler->scale_loss(loss).backward();
+    } else {
+      loss.backward();
+    }
     if (reducer) {
       const auto w0 = std::chrono::steady_clock::now();
       reducer->finish_backward();
       last_communication = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
     }
-    optimizer.step();
+    if (scaler) {
+      const bool finite = scaler->unscale(params);  // same all-reduced gradients on every rank
+      if (finite) optimizer->step();
+      scaler->update(finite);
+    } else {
+      optimizer->step();
+    }
     if (device.is_cuda()) compat::cuda_synchronize(device.index());
     const auto t1 = std::chrono::steady_clock::now();
     ++step_number;
@@ -282,6 +311,7 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
     times.reserve(static_cast<std::size_t>(c.measure_steps));
     for (int s = 1; s <= c.measure_steps; ++s) {
       times.push_back(train_step());
+      if (r == 1 && s == 1) first_measured_loss = last_loss;
       observe(times.back(), true);
       if (report_progress) {
         write_progress(o.progress_file, "measure", r, c.repeats, s, c.measure_steps, times.back());
@@ -291,13 +321,40 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   const std::int64_t peak_memory =
       device.is_cuda() ? compat::cuda_peak_memory_bytes(device.index()) : peak_rss_bytes();
 
+  if (scaler && env.rank == 0) {
+    std::cerr << "trainbench-worker: loss scaling skipped " << scaler->skipped_steps() << " of " << step_number
+              << " steps (inf/NaN gradients); final scale " << scaler->scale() << "\n";
+  }
   if (!o.dump_params_prefix.empty()) dump_parameters(o.dump_params_prefix, env.rank, params);
+
+  // pipeline: the loss lives on the last stage; every rank reports it.
+  if (stage) {
+    std::vector<double> losses{last_loss, first_measured_loss};
+    stage->share_from_last_stage(losses);
+    last_loss = losses[0];
+    first_measured_loss = losses[1];
+  }
+  double bubble_fraction = 0;
+  if (stage) {
+    const std::size_t measured = static_cast<std::size_t>(c.repeats) * static_cast<std::size_t>(c.measure_steps);
+    double waited = 0, total = 0;
+    for (std::size_t k = pipeline_waits.size() - measured; k < pipeline_waits.size(); ++k) waited += pipeline_waits[k];
+    for (const auto& rep : step_seconds) {
+      for (double sec : rep) total += sec;
+    }
+    bubble_fraction = total > 0 ? waited / total : 0;
+  }
 
   // Gather: one row of doubles per rank.
   std::vector<double> row{static_cast<double>(env.rank), static_cast<double>(env.node_rank),
                           static_cast<double>(env.local_rank), static_cast<double>(peak_memory),
-                          last_loss};
+                          last_loss, first_measured_loss};
   for (const auto& rep : step_seconds) row.insert(row.end(), rep.begin(), rep.end());
+  // After the step times: optimizer state bytes, the rank's parameters, its stage, its bubble.
+  row.push_back(static_cast<double>(optimizer->state_bytes()));
+  row.push_back(static_cast<double>(rank_parameter_count));
+  row.push_back(stage ? static_cast<double>(stage->stage()) : -1.0);
+  row.push_back(bubble_fraction);
   torch::Tensor mine = torch::tensor(row, torch::TensorOptions().dtype(torch::kDouble));
   torch::Tensor all;
   if (comm) {
@@ -326,6 +383,12 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   result.world_size = world;
   result.parameter_count = parameter_count;
   result.ddp_bucket_count = reducer ? static_cast<int>(reducer->bucket_count()) : 0;
+  result.optimizer = c.optimizer;
+  result.micro_batches = stage ? stage->micro_batches() : 1;
+  if (stage) {
+    result.block_count = stage->block_count();
+    result.stage_starts = stage->starts();
+  }
   result.environment = environment_info(c, device);
   all = all.contiguous();
   const double* data = all.data_ptr<double>();
@@ -338,11 +401,16 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
     rr.local_rank = static_cast<int>(x[2]);
     rr.peak_memory_bytes = static_cast<std::int64_t>(x[3]);
     rr.final_loss = x[4];
-    std::size_t pos = 5;
+    rr.initial_loss = x[5];
+    std::size_t pos = 6;
     for (int r = 0; r < c.repeats; ++r) {
       rr.step_seconds.emplace_back(x + pos, x + pos + c.measure_steps);
       pos += static_cast<std::size_t>(c.measure_steps);
     }
+    rr.optimizer_state_bytes = static_cast<std::int64_t>(x[pos]);
+    rr.parameter_count = static_cast<std::int64_t>(x[pos + 1]);
+    rr.stage = static_cast<int>(x[pos + 2]);
+    rr.bubble_fraction = x[pos + 3];
     result.ranks.push_back(std::move(rr));
   }
   const std::string text = to_json(result).dump(2) + "\n";
@@ -361,7 +429,11 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
 
 void run_worker(const RankEnv& env, const RunConfig& config, const WorkerOptions& options) {
   try {
-    run(env, config, options);
+    if (config.paradigm == "allreduce") {
+      run_allreduce_benchmark(env, config, options);  // worker/allreduce_bench.cpp
+    } else {
+      run(env, config, options);
+    }
   } catch (const c10::Error& e) {
     throw std::runtime_error(compat::error_message(e));
   }

@@ -1,0 +1,144 @@
+#include "core/model_sizes.hpp"
+
+#include <stdexcept>
+
+#include "core/json_fields.hpp"
+
+namespace trainbench {
+
+namespace jf = json_fields;
+
+bool is_transformer_model(const std::string& model) { return model == "bert-base" || model == "gpt2-small"; }
+
+bool is_language_model(const std::string& model) { return is_transformer_model(model) || model == "mlstm"; }
+
+TransformerShape resolve_transformer(const std::string& model, const TransformerSpec& o) {
+  TransformerShape s;
+  if (model == "bert-base") {
+    s.vocab_size = 30522;
+    s.max_positions = 512;
+  } else {
+    s.vocab_size = 50257;
+    s.max_positions = 1024;
+  }
+  if (o.layers > 0) s.layers = o.layers;
+  if (o.hidden > 0) s.hidden = o.hidden;
+  if (o.heads > 0) s.heads = o.heads;
+  if (o.intermediate > 0) s.intermediate = o.intermediate;
+  if (o.vocab_size > 0) s.vocab_size = o.vocab_size;
+  if (o.max_positions > 0) s.max_positions = o.max_positions;
+  return s;
+}
+
+nlohmann::json to_json(const TransformerSpec& t) {
+  return {{"layers", t.layers},         {"hidden", t.hidden},       {"heads", t.heads},
+          {"intermediate", t.intermediate}, {"vocabSize", t.vocab_size}, {"maxPositions", t.max_positions}};
+}
+
+nlohmann::json to_json(const MlstmSpec& m) {
+  return {{"hiddenSize", m.hidden_size}, {"embeddingSize", m.embedding_size}};
+}
+
+nlohmann::json to_json(const HybridEmbeddingSpec& h) {
+  return {{"numTables", h.num_tables},     {"numEmbeddings", h.num_embeddings}, {"embeddingDim", h.embedding_dim},
+          {"bagSize", h.bag_size},         {"denseSizes", h.dense_sizes},       {"numClasses", h.num_classes}};
+}
+
+namespace {
+int get_int32(const nlohmann::json& j, const std::string& key, const std::string& path) {
+  return static_cast<int>(jf::get_int(j, key, path));
+}
+}  // namespace
+
+TransformerSpec transformer_spec_from_json(const nlohmann::json& j, const std::string& path) {
+  jf::require_object(j, path);
+  TransformerSpec t;
+  t.layers = get_int32(j, "layers", path);
+  t.hidden = get_int32(j, "hidden", path);
+  t.heads = get_int32(j, "heads", path);
+  t.intermediate = get_int32(j, "intermediate", path);
+  t.vocab_size = get_int32(j, "vocabSize", path);
+  t.max_positions = get_int32(j, "maxPositions", path);
+  return t;
+}
+
+MlstmSpec mlstm_spec_from_json(const nlohmann::json& j, const std::string& path) {
+  jf::require_object(j, path);
+  MlstmSpec m;
+  m.hidden_size = get_int32(j, "hiddenSize", path);
+  m.embedding_size = get_int32(j, "embeddingSize", path);
+  return m;
+}
+
+HybridEmbeddingSpec hybrid_embedding_spec_from_json(const nlohmann::json& j, const std::string& path) {
+  jf::require_object(j, path);
+  HybridEmbeddingSpec h;
+  h.num_tables = get_int32(j, "numTables", path);
+  h.num_embeddings = get_int32(j, "numEmbeddings", path);
+  h.embedding_dim = get_int32(j, "embeddingDim", path);
+  h.bag_size = get_int32(j, "bagSize", path);
+  h.num_classes = get_int32(j, "numClasses", path);
+  h.dense_sizes.clear();
+  const auto& dense = jf::get_array(j, "denseSizes", path);
+  for (std::size_t i = 0; i < dense.size(); ++i) {
+    if (!dense[i].is_number_integer()) {
+      throw std::runtime_error(path + ".denseSizes[" + std::to_string(i) + "]: must be an integer");
+    }
+    h.dense_sizes.push_back(dense[i].get<int>());
+  }
+  return h;
+}
+
+std::vector<FieldError> validate_model_sizes(const BenchmarkSpec& b) {
+  std::vector<FieldError> errors;
+  const std::string bp = "spec.benchmark";
+  auto at_least = [&errors](const std::string& path, long long v, long long min) {
+    if (v < min) errors.push_back({path, "must be >= " + std::to_string(min) + ", got " + std::to_string(v)});
+  };
+  auto at_most = [&errors](const std::string& path, long long v, long long max) {
+    if (v > max) errors.push_back({path, "must be <= " + std::to_string(max) + ", got " + std::to_string(v)});
+  };
+  at_least(bp + ".sequenceLength", b.sequence_length, 1);
+  at_most(bp + ".sequenceLength", b.sequence_length, 65536);
+  const TransformerSpec& t = b.transformer;
+  const std::string tp = bp + ".transformer";
+  at_least(tp + ".layers", t.layers, 0);
+  at_least(tp + ".hidden", t.hidden, 0);
+  at_least(tp + ".heads", t.heads, 0);
+  at_least(tp + ".intermediate", t.intermediate, 0);
+  at_least(tp + ".vocabSize", t.vocab_size, 0);
+  at_least(tp + ".maxPositions", t.max_positions, 0);
+  at_least(bp + ".mlstm.hiddenSize", b.mlstm.hidden_size, 1);
+  at_least(bp + ".mlstm.embeddingSize", b.mlstm.embedding_size, 1);
+  const HybridEmbeddingSpec& h = b.hybrid_embedding;
+  const std::string hp = bp + ".hybridEmbedding";
+  at_least(hp + ".numTables", h.num_tables, 1);
+  at_least(hp + ".numEmbeddings", h.num_embeddings, 1);
+  at_least(hp + ".embeddingDim", h.embedding_dim, 1);
+  at_least(hp + ".bagSize", h.bag_size, 1);
+  at_least(hp + ".numClasses", h.num_classes, 2);
+  for (std::size_t i = 0; i < h.dense_sizes.size(); ++i) {
+    at_least(hp + ".denseSizes[" + std::to_string(i) + "]", h.dense_sizes[i], 1);
+  }
+  const bool sizes_ok = b.sequence_length >= 1 && t.layers >= 0 && t.hidden >= 0 && t.heads >= 0 &&
+                        t.intermediate >= 0 && t.vocab_size >= 0 && t.max_positions >= 0;
+  if (!sizes_ok || !is_transformer_model(b.model)) return errors;
+  const TransformerShape s = resolve_transformer(b.model, t);
+  if (s.hidden % s.heads != 0) {
+    errors.push_back({tp + (t.heads > 0 ? ".heads" : ".hidden"),
+                      "hidden (" + std::to_string(s.hidden) + ") must be a multiple of heads (" +
+                          std::to_string(s.heads) + ")"});
+  }
+  if (b.sequence_length > s.max_positions) {
+    errors.push_back({bp + ".sequenceLength",
+                      "must be <= the model's positions (" + b.model + ": " + std::to_string(s.max_positions) +
+                          ", spec.benchmark.transformer.maxPositions), got " + std::to_string(b.sequence_length)});
+  }
+  if (b.model == "bert-base" && b.sequence_length < 2) {
+    errors.push_back({bp + ".sequenceLength", "bert-base needs >= 2 tokens (two segments), got " +
+                                                  std::to_string(b.sequence_length)});
+  }
+  return errors;
+}
+
+}  // namespace trainbench

@@ -1,0 +1,30 @@
+#pragma once
+
+// The environment header of a run's result (versions, device, BLAS, host), filled the same way
+// by every kind of run (training paradigms and the all-reduce benchmark).
+
+#include <torch/torch.h>
+
+#include "core/run_config.hpp"
+#include "core/run_result.hpp"
+#include "core/version.hpp"
+#include "worker/system_probe.hpp"
+#include "worker/torch_compat.hpp"
+
+namespace trainbench::worker {
+
+inline EnvironmentInfo environment_info(const RunConfig& c, const torch::Device& device) {
+  EnvironmentInfo e;
+  e.trainbench_version = kVersion;
+  e.libtorch_version = TORCH_VERSION;
+  e.cuda_version = compat::cuda_version();
+  e.backend = c.backend;
+  e.device = c.device;
+  e.device_name = device.is_cuda() ? compat::cuda_device_name(device.index()) : cpu_model_name();
+  e.blas = loaded_blas_library();
+  e.hostname = host_name();
+  e.threads_per_process = c.threads_per_process;
+  return e;
+}
+
+}  // namespace trainbench::worker

@@ -1,0 +1,67 @@
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/ScalarType.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/run_config.hpp"
+#include "worker/models.hpp"
+#include "worker/process_group.hpp"
+
+namespace trainbench::worker {
+
+/// Contiguous stages of `block_parameters.size()` blocks for `stages` ranks: the first block of
+/// each stage (starts[0] = 0). `boundaries` (the spec's, the first block of stages 1..S-1) when
+/// given, else the split that minimises the largest stage's parameter count. Throws ConfigError
+/// when a stage would get no block.
+std::vector<int> stage_starts(const std::vector<std::int64_t>& block_parameters, int stages,
+                              const std::vector<int>& boundaries);
+
+/// One stage of paradigms pipeline (GPipe) and model-parallel (the same with one micro-batch).
+/// Every rank builds the whole model (the same initialisation as the unsplit model, from the
+/// same seed), keeps its stage's blocks and frees the other blocks' parameters and buffers.
+/// Activations go forward and their gradients backward with c10d send/recv between neighbours.
+class PipelineStage {
+ public:
+  PipelineStage(BenchModel& model, const RunConfig& config, Communicator& comm);
+
+  /// This stage's parameters / buffers, in block order (the model's registration order).
+  std::vector<at::Tensor> parameters() const;
+  std::vector<at::Tensor> buffers() const;
+
+  /// One step's forward and backward over all micro-batches of `inputs` / `targets` (the same
+  /// full batch on every stage; stage 0 reads the inputs, the last stage the targets): all
+  /// forwards, then all backwards in reverse order; gradients accumulate in .grad and equal the
+  /// unsplit model's on the whole batch (each micro-batch's loss is weighted by its share of the
+  /// batch). Returns the batch loss on the last stage, 0 elsewhere.
+  double forward_backward(const at::Tensor& inputs, const at::Tensor& targets,
+                          std::optional<at::ScalarType> autocast);
+
+  /// Seconds the last forward_backward spent waiting for neighbours (recv and send completion).
+  double last_wait_seconds() const { return last_wait_; }
+  /// Overwrites `values` with the last stage's (a broadcast every rank must join).
+  void share_from_last_stage(std::vector<double>& values);
+
+  int stage() const { return stage_; }
+  int stages() const { return stages_; }
+  int block_count() const { return static_cast<int>(blocks_total_); }
+  const std::vector<int>& starts() const { return starts_; }
+  int micro_batches() const { return micro_batches_; }
+
+ private:
+  Communicator& comm_;
+  int stage_ = 0;
+  int stages_ = 1;
+  int micro_batches_ = 1;
+  std::size_t blocks_total_ = 0;
+  std::vector<int> starts_;
+  std::vector<ModelBlock> blocks_;          ///< this stage's
+  std::vector<std::int64_t> input_shape_;   ///< per example, of this stage's input
+  std::vector<std::int64_t> output_shape_;  ///< per example, of this stage's output
+  double last_wait_ = 0;
+};
+
+}  // namespace trainbench::worker
