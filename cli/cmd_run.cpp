@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -28,7 +29,7 @@ namespace trainbench::cli {
 namespace fs = std::filesystem;
 
 const char* const kRunUsage =
-    "usage: trainbench run JOB.yaml [--json OUT.json] [--keep-logs DIR]\n"
+    "usage: trainbench run JOB.yaml [--json OUT.json] [--keep-logs DIR] [--quick]\n"
     "\n"
     "Runs every sweep entry of a BenchmarkJob, in order, as local trainbench-worker processes\n"
     "(one per rank, torchrun-style environment) and prints the report to stdout; progress goes\n"
@@ -39,6 +40,9 @@ const char* const kRunUsage =
     "  --keep-logs DIR    keep every run's directory (rank-R.log, result.json) under DIR;\n"
     "                     by default they go to a temporary directory that is removed unless\n"
     "                     a run fails\n"
+    "  --quick            a smoke run of the job: at most 1 warmup step, 2 measured steps and\n"
+    "                     1 repeat (model, batch, precision and sweep untouched); the numbers\n"
+    "                     are not a benchmark\n"
     "\n"
     "environment:\n"
     "  TRAINBENCH_WORKER  the worker executable (default: trainbench-worker next to trainbench)\n"
@@ -120,7 +124,7 @@ void print_failure(const LocalRunOutcome& o) {
 }  // namespace
 
 int cmd_run(const std::vector<std::string>& args) {
-  const ParsedArgs a = parse_args(args, {"--json", "--keep-logs"});
+  const ParsedArgs a = parse_args(args, {"--json", "--keep-logs"}, {"--quick"});
   if (a.help) {
     std::cout << kRunUsage;
     return kExitOk;
@@ -139,6 +143,11 @@ int cmd_run(const std::vector<std::string>& args) {
   if (cores <= 0) cores = 1;
   try {
     job = load_benchmark_job(job_file);
+    if (a.has("--quick")) {
+      job.benchmark.warmup_steps = std::min(job.benchmark.warmup_steps, 1);
+      job.benchmark.measure_steps = std::min(job.benchmark.measure_steps, 2);
+      job.benchmark.repeats = 1;
+    }
     runs = plan_runs(job, cores);
   } catch (const SpecError& e) {
     for (const auto& err : e.errors()) std::cerr << job_file << ": " << err.str() << "\n";

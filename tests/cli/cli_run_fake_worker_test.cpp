@@ -163,6 +163,24 @@ TEST_F(FakeWorkerTest, KeepLogsKeepsEveryRunDirectory) {
   EXPECT_TRUE(std::ifstream(logs + "/run-0-1M-1G/result.json").good());
 }
 
+TEST_F(FakeWorkerTest, QuickShortensStepsAndRepeatsOnly) {
+  write_file(dir.file("result-ws1.json"), fake_result(0, 1));
+  const std::string w = worker(
+      "printf '%s' \"$TRAINBENCH_RUN_CONFIG\" > \"$FAKE_DIR/config.json\"\n"
+      "cp \"$FAKE_DIR/result-ws$WORLD_SIZE.json\" \"$TRAINBENCH_RESULT_FILE\"\n");
+  const std::string path = dir.file("quick.yaml");
+  write_file(path, mlp_job_yaml("fake-quick", 5, 40, 3, "    - {nodes: 1, devicesPerNode: 1}\n"));
+  const CliResult r = run_cli({"run", path, "--quick", "--json", dir.file("out.json")}, env(w), dir.path());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto config = nlohmann::json::parse(read_file(dir.file("config.json")));
+  EXPECT_EQ(config["warmupSteps"], 1);
+  EXPECT_EQ(config["measureSteps"], 2);
+  EXPECT_EQ(config["repeats"], 1);
+  EXPECT_EQ(config["batchSizePerDevice"], 8) << "--quick leaves the model and batch alone";
+  const auto report = nlohmann::json::parse(read_file(dir.file("out.json")));
+  EXPECT_EQ(report["benchmark"]["measureSteps"], 2) << "the report records the shortened job";
+}
+
 TEST_F(FakeWorkerTest, WorkerFailingImmediatelyFailsRunsAndStillWritesReport) {
   const std::string w = worker(
       "echo \"loading model...\"\n"
