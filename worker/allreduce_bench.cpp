@@ -298,15 +298,7 @@ void run_allreduce_benchmark(const RankEnv& env, const RunConfig& c, const Worke
     }
     result.ranks.push_back(std::move(rr));
   }
-  const std::string text = to_json(result).dump(2) + "\n";
-  if (store) {
-    store->set(kResultKey, text);
-    store->add(kFinishedKey, 1);
-  } else if (o.result_file.empty()) {
-    std::cout << text << std::flush;
-  } else {
-    write_file_atomically(o.result_file, text);
-  }
+  hand_over_result(to_json(result).dump(2) + "\n", store.get(), o.result_file);
 }
 
 }  // namespace trainbench::worker

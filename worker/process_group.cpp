@@ -3,9 +3,11 @@
 #include <ATen/ATen.h>
 
 #include <chrono>
+#include <iostream>
 #include <map>
 #include <memory>
 
+#include "worker/output_files.hpp"
 #include "worker/torch_compat.hpp"
 #include "worker/worker_error.hpp"
 
@@ -241,6 +243,17 @@ PendingCollective Communicator::recv(at::Tensor tensor, int src, int tag) {
   }
   const auto timeout = impl_->timeout;
   return PendingCollective([work, tensors, timeout] { wait_work(work, timeout); });
+}
+
+void hand_over_result(const std::string& result_json, RunStore* store, const std::string& result_file) {
+  if (store != nullptr) {
+    store->set(kResultKey, result_json);
+    store->add(kFinishedKey, 1);
+  } else if (result_file.empty()) {
+    std::cout << result_json << std::flush;
+  } else {
+    write_file_atomically(result_file, result_json);
+  }
 }
 
 }  // namespace trainbench::worker

@@ -55,6 +55,11 @@ class RunStore {
   std::unique_ptr<Impl> impl_;
 };
 
+/// Rank 0's hand-over of a run's result JSON: into the store under kResultKey (then kFinishedKey
+/// + 1) when the run has one (the operator's master pod collects it), else to `result_file`
+/// (atomically), else stdout.
+void hand_over_result(const std::string& result_json, RunStore* store, const std::string& result_file);
+
 /// The worker's process group: a c10d TCPStore rendezvous (rank 0 serves it at
 /// MASTER_ADDR:MASTER_PORT) and a ProcessGroupGloo (CPU) or ProcessGroupNCCL (CUDA builds).
 /// Every rank must call the collectives in the same order.

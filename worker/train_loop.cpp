@@ -413,15 +413,7 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
     rr.bubble_fraction = x[pos + 3];
     result.ranks.push_back(std::move(rr));
   }
-  const std::string text = to_json(result).dump(2) + "\n";
-  if (store) {
-    store->set(kResultKey, text);
-    store->add(kFinishedKey, 1);
-  } else if (o.result_file.empty()) {
-    std::cout << text << std::flush;
-  } else {
-    write_file_atomically(o.result_file, text);
-  }
+  hand_over_result(to_json(result).dump(2) + "\n", store.get(), o.result_file);
   linger();
 }
 
