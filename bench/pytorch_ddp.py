@@ -8,8 +8,11 @@ warm-up steps excluded, each step timed to completion, percentiles over all rank
 127.0.0.1 with gloo (torchrun on Python 3.11 is broken here, see shared notes).
 
 Usage: /usr/bin/python3 bench/pytorch_ddp.py --model mlp --world-size 2 --threads 1 --batch 32
+       python3 bench/pytorch_ddp.py --model resnet50 --device cuda --precision amp-bf16 (NCCL, one
+       GPU per rank; each step ends with a CUDA synchronize, as the worker's)
 """
 import argparse
+import contextlib
 import json
 import os
 import socket
@@ -52,6 +55,11 @@ def make_model(args):
 
 def make_batch(args, rank):
     g = torch.Generator().manual_seed(args.seed * 1000003 + rank)
+    x, y = _make_batch_cpu(args, g)
+    return x.to(args.device), y.to(args.device)
+
+
+def _make_batch_cpu(args, g):
     if args.model == "mlp":
         x = torch.randn(args.batch, args.mlp_input, generator=g)
         classes = args.mlp_classes
@@ -67,20 +75,37 @@ def worker(rank, args, port):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     torch.manual_seed(args.seed)
-    model = make_model(args)
+    cuda = args.device == "cuda"
+    if cuda:
+        torch.cuda.set_device(rank)
+        args.device = "cuda:%d" % rank
+    model = make_model(args).to(args.device)
     if args.ddp:
-        dist.init_process_group("gloo", rank=rank, world_size=args.world_size)
-        model = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb)
+        dist.init_process_group("nccl" if cuda else "gloo", rank=rank, world_size=args.world_size)
+        model = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb,
+                                                    device_ids=[rank] if cuda else None)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     x, y = make_batch(args, rank)
 
+    amp = {"amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}.get(args.precision)
+    scaler = torch.amp.GradScaler("cuda") if args.precision == "amp-fp16" else None
+    device_type = "cuda" if cuda else "cpu"
+
     def step():
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
+        with torch.autocast(device_type, dtype=amp) if amp else contextlib.nullcontext():
+            loss = loss_fn(model(x), y)
+        if scaler:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
+        if cuda:
+            torch.cuda.synchronize()
         return time.perf_counter() - t0
 
     for _ in range(args.warmup):
@@ -102,6 +127,7 @@ def worker(rank, args, port):
             per_repeat.append(np.percentile(pooled, [50, 75, 90, 95]))
         med = np.median(np.array(per_repeat), axis=0)
         out = {"impl": "pytorch-python-ddp" if args.ddp else "pytorch-python-noddp", "model": args.model,
+               "device": device_type, "precision": args.precision, "torch": torch.__version__,
                "worldSize": args.world_size, "batch": args.batch, "threads": args.threads,
                "secPerIter": dict(zip(["p50", "p75", "p90", "p95"], [float(v) for v in med]))}
         print(json.dumps(out))
@@ -134,6 +160,8 @@ def main():
     p.add_argument("--mlp-input", type=int, default=1024)
     p.add_argument("--mlp-hidden", type=int, nargs="*", default=[4096, 4096])
     p.add_argument("--mlp-classes", type=int, default=1000)
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--precision", default="fp32", choices=["fp32", "amp-bf16", "amp-fp16"])
     args = p.parse_args()
     if not args.ddp and args.world_size != 1:
         p.error("--no-ddp runs one process")

@@ -78,9 +78,9 @@ int cmd_node_launch(const std::vector<std::string>& args) {
   const int world = int_env("WORLD_SIZE", required_env("WORLD_SIZE"));
   const char* nproc_var = std::getenv("NPROC_PER_NODE") != nullptr ? "NPROC_PER_NODE" : "LOCAL_WORLD_SIZE";  // NOLINT
   const int nproc = int_env(nproc_var, required_env(nproc_var));
-  if (world != run.world_size()) {
+  if (world != run.process_count()) {
     throw UsageError("WORLD_SIZE " + std::to_string(world) + " disagrees with the run config (" +
-                     std::to_string(run.world_size()) + ")");
+                     std::to_string(run.process_count()) + (run.parameter_servers > 0 ? " processes: trainers and parameter servers)" : ")"));
   }
   if (nproc != run.devices_per_node) {
     throw UsageError(std::string(nproc_var) + " " + std::to_string(nproc) + " disagrees with the run config (" +

@@ -203,7 +203,7 @@ int cmd_run(const std::vector<std::string>& args) {
     pr.count = static_cast<int>(runs.size());
     pr.label = run.label();
     pr.model = run.paradigm == "allreduce" ? "(communication only)" : run.model;
-    pr.world_size = run.world_size();
+    pr.world_size = run.process_count();  // processes started (hybrid-ps: trainers + parameter servers)
     pr.warmup_steps = run.warmup_steps;
     display.begin(pr);
 

@@ -122,6 +122,7 @@ std::string truncate(std::string s, std::size_t max) {
 
 struct Child {
   int rank = 0;
+  std::string who;      ///< "" or, when a run has parameter servers, " (trainer 1)" / " (parameter-server 0)"
   pid_t pid = -1;
   std::string log;
   int pidfd = -1;       ///< readable when the process exits (Linux >= 5.3), -1 if unavailable
@@ -133,9 +134,16 @@ struct Child {
 };
 
 std::string describe_exit(const Child& c) {
-  if (c.code == CLD_EXITED) return "rank " + std::to_string(c.rank) + " exited with code " + std::to_string(c.status);
-  return "rank " + std::to_string(c.rank) + " was killed by " + signal_name(c.status) +
-         (c.code == CLD_DUMPED ? " (core dumped)" : "");
+  const std::string rank = "rank " + std::to_string(c.rank) + c.who;
+  if (c.code == CLD_EXITED) return rank + " exited with code " + std::to_string(c.status);
+  return rank + " was killed by " + signal_name(c.status) + (c.code == CLD_DUMPED ? " (core dumped)" : "");
+}
+
+/// " (trainer T)" / " (parameter-server J)" for the ranks of a run with parameter servers.
+std::string rank_role(const RunConfig& run, const RankPlacement& p) {
+  if (run.parameter_servers == 0) return {};
+  const bool server = p.role == kRoleParameterServer;
+  return " (" + p.role + " " + std::to_string(server ? p.rank - run.world_size() : p.rank) + ")";
 }
 
 /// Checks (without reaping) whether a child has exited; updates it.
@@ -348,6 +356,8 @@ LocalRunOutcome run_local(const RunConfig& run, const LocalExecutorOptions& opts
     const int port = opts.master_port > 0 ? opts.master_port : pick_free_port();
     for (const auto& placement : placements(run)) {
       if (opts.node_rank >= 0 && placement.node_rank != opts.node_rank) continue;
+      // node-launch starts one node's trainers; the operator runs each parameter server in a pod of its own.
+      if (opts.node_rank >= 0 && placement.role != kRoleTrainer) continue;
       auto vars = rank_environment(run, placement, opts.master_addr, port);
       vars["TRAINBENCH_RESULT_FILE"] = result_file;
       vars["TRAINBENCH_PROGRESS_FILE"] = progress_file;
@@ -357,6 +367,7 @@ LocalRunOutcome run_local(const RunConfig& run, const LocalExecutorOptions& opts
       p.envp.push_back(nullptr);
       Child c;
       c.rank = placement.rank;
+      c.who = rank_role(run, placement);
       c.log = out.run_dir + "/rank-" + std::to_string(placement.rank) + ".log";
       p.log_fd = ::open(c.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       if (p.log_fd < 0) throw std::runtime_error("cannot create " + c.log + ": " + std::strerror(errno));
@@ -489,6 +500,10 @@ LocalRunOutcome run_local(const RunConfig& run, const LocalExecutorOptions& opts
           out.outcome.error = "invalid result " + result_file + ": expected " + std::to_string(run.world_size()) +
                               " ranks, got worldSize " + std::to_string(r.world_size) + " with " +
                               std::to_string(r.ranks.size()) + " rank entries";
+        } else if (static_cast<int>(r.servers.size()) != run.parameter_servers) {
+          out.outcome.error = "invalid result " + result_file + ": expected " +
+                              std::to_string(run.parameter_servers) + " parameter server entries, got " +
+                              std::to_string(r.servers.size());
         } else if (r.run_index != run.index) {
           out.outcome.error = "invalid result " + result_file + ": runIndex " + std::to_string(r.run_index) +
                               ", expected " + std::to_string(run.index);

@@ -18,7 +18,7 @@ struct LocalExecutorOptions {
   int poll_ms = 100;
   std::string master_addr = "127.0.0.1";
   int master_port = 0;             ///< 0: a free port is picked for the run
-  int node_rank = -1;              ///< >= 0: start only that node's ranks (trainbench node-launch)
+  int node_rank = -1;              ///< >= 0: start only that node's trainers (trainbench node-launch)
   bool expect_result = true;       ///< false: success is every rank exiting 0 (rank 0 reports elsewhere)
   std::function<void(const ProgressUpdate&)> on_progress;  ///< called when rank 0's progress changes
 };
@@ -42,7 +42,8 @@ std::string find_worker_binary();
 /// A TCP port that was free on 127.0.0.1 a moment ago (bind to port 0, read it, close).
 int pick_free_port();
 
-/// Runs one configuration as world_size local worker processes, one process group, each with
+/// Runs one configuration as process_count() local worker processes (the trainers, then any
+/// parameter servers: placements(run)), one process group, each with
 /// the parent's environment plus the rank's torchrun variables, TRAINBENCH_RESULT_FILE and
 /// TRAINBENCH_PROGRESS_FILE; stdout+stderr of rank R go to run_dir/rank-R.log.
 /// The first rank to exit non-zero or by a signal fails the run; the deadline and an interrupt

@@ -188,7 +188,9 @@ json benchmark_schema() {
        {"paradigm", enum_t(known_paradigms(),
                            "none: one process, no communication (the \"no ddp\" row); ddp: data parallel with "
                            "bucketed all-reduce; zero: ddp with Adam's state sharded over the ranks (ZeRO-1); "
-                           "pipeline / model-parallel: one model stage per rank, GPipe micro-batches / one batch.",
+                           "pipeline / model-parallel: one model stage per rank, GPipe micro-batches / one batch; "
+                           "hybrid-ps: model hybrid-embedding, its dense part replicated with DDP over the trainers, "
+                           "its embedding rows sharded over parameter servers (the DDP + RPC benchmark).",
                            b.paradigm)},
        {"batchSizePerDevice", int_t("Examples per rank per step.", 1, 65536, b.batch_size_per_device)},
        {"precision", enum_t(known_precisions(),
@@ -231,7 +233,14 @@ json benchmark_schema() {
        {"transformer", transformer_schema()},
        {"mlstm", mlstm_schema()},
        {"hybridEmbedding", hybrid_embedding_schema()},
-       {"allreduce", allreduce_schema()}});  // model: required unless every run is allreduce (spec's rule)
+       {"allreduce", allreduce_schema()},
+       {"hybridPs",
+        object_t("paradigm hybrid-ps: the parameter servers besides the trainers (nodes x devicesPerNode).",
+                 {{"parameterServers",
+                   int_t("Parameter-server processes; each owns a contiguous range of every table's rows (at most "
+                         "hybridEmbedding.numEmbeddings).",
+                         kMinParameterServers, kMaxParameterServers, b.hybrid_ps.parameter_servers)}})}});
+  // model: required unless every run is allreduce (spec's rule)
 }
 
 json sweep_schema() {
@@ -242,7 +251,10 @@ json sweep_schema() {
        {"devicesPerNode",
         int_t("Processes per machine, one per device (G in the row label).", 1, kInt32Max, e.devices_per_node)},
        {"paradigm", enum_t(known_paradigms(), "Overrides spec.benchmark.paradigm for this run.")},
-       {"bucketCapMB", positive_number("Overrides spec.benchmark.ddp.bucketCapMB for this run.")}});
+       {"bucketCapMB", positive_number("Overrides spec.benchmark.ddp.bucketCapMB for this run.")},
+       {"parameterServers",
+        int_t("paradigm hybrid-ps only: overrides spec.benchmark.hybridPs.parameterServers for this run.",
+              kMinParameterServers, kMaxParameterServers)}});
   item["x-kubernetes-validations"] = json::array(
       {cel(field_or("self", "nodes", std::to_string(e.nodes)) + " * " +
                field_or("self", "devicesPerNode", std::to_string(e.devices_per_node)) +
@@ -345,7 +357,15 @@ json spec_schema() {
            "spec.benchmark.precision: amp-fp16 needs spec.device cuda"),
        cel("!has(self.benchmark) || has(self.benchmark.model) || (has(self.sweep) && size(self.sweep) > 0 && "
            "self.sweep.all(e, " + paradigm + " == 'allreduce'))",
-           "spec.benchmark.model: is required unless every run is paradigm allreduce")});
+           "spec.benchmark.model: is required unless every run is paradigm allreduce"),
+       cel("!has(self.sweep) || self.sweep.all(e, !has(e.parameterServers) || " + paradigm + " == 'hybrid-ps')",
+           "spec.sweep: parameterServers is only for paradigm hybrid-ps"),
+       cel("!has(self.sweep) || self.sweep.all(e, " + paradigm + " != 'hybrid-ps' || (has(self.benchmark) && "
+           "has(self.benchmark.model) && self.benchmark.model == 'hybrid-embedding'))",
+           "spec.benchmark.model: paradigm hybrid-ps needs model hybrid-embedding"),
+       cel("!has(self.sweep) || " + field_or("self", "device", cel_string(j.device)) + " == 'cpu' || "
+           "self.sweep.all(e, " + paradigm + " != 'hybrid-ps')",
+           "spec.device: paradigm hybrid-ps runs on cpu (gloo)")});
   return spec;
 }
 

@@ -7,27 +7,24 @@
 #include <stdexcept>
 
 #include "core/allreduce_run.hpp"
+#include "core/hybrid_ps_report.hpp"
 #include "core/json_fields.hpp"
 
 namespace trainbench {
 
 namespace jf = json_fields;
 
-namespace {
-
-nlohmann::json pct_json(const Percentiles& p) {
+nlohmann::json percentiles_json(const Percentiles& p) {
   return {{"p50", p.p50}, {"p75", p.p75}, {"p90", p.p90}, {"p95", p.p95}};
 }
 
-Percentiles pct_from_json(const nlohmann::json& j, const std::string& path) {
+Percentiles percentiles_from_json(const nlohmann::json& j, const std::string& path) {
   jf::require_object(j, path);
   Percentiles p{jf::get_number(j, "p50", path), jf::get_number(j, "p75", path), jf::get_number(j, "p90", path),
                 jf::get_number(j, "p95", path)};
   if (p.p50 < 0 || p.p75 < 0 || p.p90 < 0 || p.p95 < 0) throw std::runtime_error(path + ": must be >= 0");
   return p;
 }
-
-}  // namespace
 
 RunReport failed_run(const RunConfig& cfg, const std::string& error) {
   RunReport run;
@@ -104,6 +101,7 @@ RunReport summarize_run(const RunConfig& cfg, const RunResult& result) {
     run.ranks.push_back(rr);
   }
   if (result.allreduce) summarize_allreduce_run(cfg, result, run);
+  if (cfg.paradigm == "hybrid-ps") summarize_hybrid_ps_run(cfg, result, run);
   return run;
 }
 
@@ -184,10 +182,10 @@ nlohmann::json to_json(const RunReport& run) {
                       {"bucketCapMB", run.bucket_cap_mb},
                       {"phase", run.phase}};
   if (run.phase == "Succeeded") {
-    j["secPerIter"] = pct_json(run.sec_per_iter);
-    j["examplesPerSec"] = pct_json(run.examples_per_sec);
+    j["secPerIter"] = percentiles_json(run.sec_per_iter);
+    j["examplesPerSec"] = percentiles_json(run.examples_per_sec);
     nlohmann::json reps = nlohmann::json::array();
-    for (const auto& p : run.repeats) reps.push_back(pct_json(p));
+    for (const auto& p : run.repeats) reps.push_back(percentiles_json(p));
     j["repeats"] = reps;
     j["speedup"] = run.speedup ? nlohmann::json(*run.speedup) : nlohmann::json(nullptr);
     j["efficiency"] = run.efficiency ? nlohmann::json(*run.efficiency) : nlohmann::json(nullptr);
@@ -197,6 +195,7 @@ nlohmann::json to_json(const RunReport& run) {
     if (run.loss_start) j["lossStart"] = *run.loss_start;
     if (run.loss_end) j["lossEnd"] = *run.loss_end;
     if (run.allreduce) j["allreduce"] = to_json(*run.allreduce);
+    if (run.hybrid_ps) j["hybridPs"] = to_json(*run.hybrid_ps);
     if (!run.optimizer.empty()) j["optimizer"] = run.optimizer;
     if (run.pipeline) {
       j["pipeline"] = {{"stages", run.pipeline->stages},
@@ -210,7 +209,7 @@ nlohmann::json to_json(const RunReport& run) {
       nlohmann::json rj = {{"rank", rk.rank},
                            {"nodeRank", rk.node_rank},
                            {"localRank", rk.local_rank},
-                           {"secPerIter", pct_json(rk.sec_per_iter)},
+                           {"secPerIter", percentiles_json(rk.sec_per_iter)},
                            {"peakMemoryBytes", rk.peak_memory_bytes},
                            {"optimizerStateBytes", rk.optimizer_state_bytes},
                            {"parameterCount", rk.parameter_count}};
@@ -258,11 +257,11 @@ RunReport run_report_from_json(const nlohmann::json& rj, const std::string& p) {
   run.bucket_cap_mb = jf::get_number(rj, "bucketCapMB", p);
   run.phase = jf::get_string(rj, "phase", p);
   if (run.phase == "Succeeded") {
-    run.sec_per_iter = pct_from_json(jf::member(rj, "secPerIter", p), p + ".secPerIter");
-    run.examples_per_sec = pct_from_json(jf::member(rj, "examplesPerSec", p), p + ".examplesPerSec");
+    run.sec_per_iter = percentiles_from_json(jf::member(rj, "secPerIter", p), p + ".secPerIter");
+    run.examples_per_sec = percentiles_from_json(jf::member(rj, "examplesPerSec", p), p + ".examplesPerSec");
     const auto& reps = jf::get_array(rj, "repeats", p);
     for (std::size_t k = 0; k < reps.size(); ++k) {
-      run.repeats.push_back(pct_from_json(reps[k], p + ".repeats[" + std::to_string(k) + "]"));
+      run.repeats.push_back(percentiles_from_json(reps[k], p + ".repeats[" + std::to_string(k) + "]"));
     }
     if (jf::has(rj, "speedup")) run.speedup = jf::get_number(rj, "speedup", p);
     if (jf::has(rj, "efficiency")) run.efficiency = jf::get_number(rj, "efficiency", p);
@@ -287,6 +286,7 @@ RunReport run_report_from_json(const nlohmann::json& rj, const std::string& p) {
       run.pipeline = pr;
     }
     if (jf::has(rj, "allreduce")) run.allreduce = allreduce_report_from_json(rj["allreduce"], p + ".allreduce");
+    if (jf::has(rj, "hybridPs")) run.hybrid_ps = hybrid_ps_report_from_json(rj["hybridPs"], p + ".hybridPs");
     const auto& ranks = jf::get_array(rj, "ranks", p);
     for (std::size_t k = 0; k < ranks.size(); ++k) {
       const std::string rp = p + ".ranks[" + std::to_string(k) + "]";
@@ -295,7 +295,7 @@ RunReport run_report_from_json(const nlohmann::json& rj, const std::string& p) {
       rk.rank = static_cast<int>(jf::get_int(ranks[k], "rank", rp));
       rk.node_rank = static_cast<int>(jf::get_int(ranks[k], "nodeRank", rp));
       rk.local_rank = static_cast<int>(jf::get_int(ranks[k], "localRank", rp));
-      rk.sec_per_iter = pct_from_json(jf::member(ranks[k], "secPerIter", rp), rp + ".secPerIter");
+      rk.sec_per_iter = percentiles_from_json(jf::member(ranks[k], "secPerIter", rp), rp + ".secPerIter");
       rk.peak_memory_bytes = jf::get_int(ranks[k], "peakMemoryBytes", rp);
       if (jf::has(ranks[k], "optimizerStateBytes")) {
         rk.optimizer_state_bytes = jf::get_int(ranks[k], "optimizerStateBytes", rp);

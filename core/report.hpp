@@ -37,6 +37,25 @@ struct PipelineReport {
   double theoretical_bubble = 0;  ///< (S - 1) / (M + S - 1)
 };
 
+/// paradigm hybrid-ps: one parameter server of a run, summarised: each timing's percentiles per
+/// repeat, median over the repeats (as the ranks' sec/iter).
+struct ServerReport {
+  int rank = 0;
+  int server = 0;
+  std::int64_t rows = 0;     ///< embedding rows it owns, all tables together
+  std::int64_t lookups = 0;  ///< lookup requests served in the measured steps
+  Percentiles lookup_service_seconds;  ///< per request: ids in hand -> partial sums sent
+  Percentiles lookup_queue_seconds;    ///< per request: arrival -> start of its service
+  Percentiles update_seconds;          ///< per step: applying every trainer's gradients
+  std::int64_t peak_memory_bytes = 0;
+};
+
+struct HybridPsReport {
+  int trainers = 0;
+  int parameter_servers = 0;
+  std::vector<ServerReport> servers;
+};
+
 /// One configuration (sweep entry) of the report.
 struct RunReport {
   int index = 0;
@@ -66,6 +85,9 @@ struct RunReport {
   std::optional<AllreduceReport> allreduce;
   std::string optimizer;                 ///< sgd | adam ("" in older reports)
   std::optional<PipelineReport> pipeline;
+  /// paradigm hybrid-ps: the trainer / server counts and the servers' timings
+  /// (core/hybrid_ps_report.hpp); ranks holds the trainers.
+  std::optional<HybridPsReport> hybrid_ps;
   std::vector<RankReport> ranks;
 };
 
@@ -103,6 +125,10 @@ Report build_report(const BenchmarkJob& job, const std::vector<RunConfig>& runs,
 RunReport summarize_run(const RunConfig& run, const RunResult& result);
 RunReport failed_run(const RunConfig& run, const std::string& error);
 Report assemble_report(const BenchmarkJob& job, std::vector<RunReport> runs, const EnvironmentInfo& environment);
+
+/// {"p50", "p75", "p90", "p95"}; the reader names the bad field and rejects negative values.
+nlohmann::json percentiles_json(const Percentiles& p);
+Percentiles percentiles_from_json(const nlohmann::json& j, const std::string& path);
 
 nlohmann::json to_json(const RunReport& r);
 /// `path` prefixes error messages ("runs[2]").

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/allreduce_run.hpp"
+#include "core/hybrid_ps_report.hpp"
 
 namespace trainbench {
 namespace {
@@ -210,6 +211,7 @@ std::string format_report(const Report& report) {
          << "  peak " << fmt_bytes(rk.peak_memory_bytes) << "\n";
     }
   }
+  os << format_hybrid_ps_runs(report);
   os << format_allreduce_runs(report);
   return os.str();
 }

@@ -23,7 +23,7 @@ std::string RunConfig::devices_label() const {
 }
 
 nlohmann::json to_json(const RunConfig& c) {
-  return {
+  nlohmann::json j = {
       {"jobName", c.job_name},
       {"jobNamespace", c.job_namespace},
       {"index", c.index},
@@ -55,7 +55,10 @@ nlohmann::json to_json(const RunConfig& c) {
       {"device", c.device},
       {"backend", c.backend},
       {"collectiveTimeoutSeconds", c.collective_timeout_seconds},
+      {"parameterServers", c.parameter_servers},
   };
+  if (c.parameter_servers_own_pods) j["parameterServersOwnPods"] = true;
+  return j;
 }
 
 RunConfig run_config_from_json(const nlohmann::json& j) {
@@ -124,10 +127,23 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
   if (c.measure_steps < 1 || c.repeats < 1 || c.warmup_steps < 0) {
     throw std::runtime_error("warmupSteps/measureSteps/repeats: out of range");
   }
+  // optional: configs from before paradigm hybrid-ps lack it
+  if (jf::has(j, "parameterServers")) c.parameter_servers = static_cast<int>(jf::get_int(j, "parameterServers", p));
+  if (jf::has(j, "parameterServersOwnPods")) c.parameter_servers_own_pods = jf::get_bool(j, "parameterServersOwnPods", p);
+  if (c.paradigm == "hybrid-ps" &&
+      (c.parameter_servers < kMinParameterServers || c.parameter_servers > kMaxParameterServers)) {
+    throw std::runtime_error("parameterServers: paradigm hybrid-ps needs " + std::to_string(kMinParameterServers) +
+                             ".." + std::to_string(kMaxParameterServers) + ", got " +
+                             std::to_string(c.parameter_servers));
+  }
+  if (c.paradigm != "hybrid-ps" && c.parameter_servers != 0) {
+    throw std::runtime_error("parameterServers: must be 0 for paradigm " + c.paradigm + ", got " +
+                             std::to_string(c.parameter_servers));
+  }
   return c;
 }
 
-std::vector<RunConfig> plan_runs(const BenchmarkJob& job, int cores) {
+std::vector<RunConfig> plan_runs(const BenchmarkJob& job, int cores, ServerPlacement servers) {
   const BenchmarkSpec& b = job.benchmark;
   std::vector<RunConfig> runs;
   for (std::size_t i = 0; i < job.sweep.size(); ++i) {
@@ -147,8 +163,12 @@ std::vector<RunConfig> plan_runs(const BenchmarkJob& job, int cores) {
     c.repeats = b.repeats;
     c.seed = b.seed;
     c.learning_rate = b.learning_rate;
-    c.threads_per_process =
-        b.threads_per_process > 0 ? b.threads_per_process : std::max(1, std::max(cores, 1) / e.devices_per_node);
+    if (c.paradigm == "hybrid-ps") c.parameter_servers = e.parameter_servers.value_or(b.hybrid_ps.parameter_servers);
+    c.parameter_servers_own_pods = c.parameter_servers > 0 && servers == ServerPlacement::OwnPods;
+    // cores / processes on the busiest node (node 0, which also hosts local parameter servers)
+    c.threads_per_process = b.threads_per_process > 0
+                                ? b.threads_per_process
+                                : std::max(1, std::max(cores, 1) / processes_on_node(c, 0));
     c.image_size = b.image_size;
     c.mlp = b.mlp;
     c.ddp = b.ddp;
@@ -173,10 +193,17 @@ std::vector<RankPlacement> placements(const RunConfig& run) {
   std::vector<RankPlacement> out;
   for (int node = 0; node < run.nodes; ++node) {
     for (int local = 0; local < run.devices_per_node; ++local) {
-      out.push_back({node, local, node * run.devices_per_node + local});
+      out.push_back({node, local, node * run.devices_per_node + local, kRoleTrainer});
     }
   }
+  for (int j = 0; j < run.parameter_servers; ++j) {
+    out.push_back({0, run.devices_per_node + j, run.world_size() + j, kRoleParameterServer});
+  }
   return out;
+}
+
+int processes_on_node(const RunConfig& run, int node_rank) {
+  return run.devices_per_node + (node_rank == 0 && !run.parameter_servers_own_pods ? run.parameter_servers : 0);
 }
 
 std::map<std::string, std::string> rank_environment(const RunConfig& run, const RankPlacement& p,
@@ -184,15 +211,16 @@ std::map<std::string, std::string> rank_environment(const RunConfig& run, const 
   return {
       {"MASTER_ADDR", master_addr},
       {"MASTER_PORT", std::to_string(master_port)},
-      {"WORLD_SIZE", std::to_string(run.world_size())},
+      {"WORLD_SIZE", std::to_string(run.process_count())},
       {"RANK", std::to_string(p.rank)},
       {"LOCAL_RANK", std::to_string(p.local_rank)},
-      {"LOCAL_WORLD_SIZE", std::to_string(run.devices_per_node)},
+      {"LOCAL_WORLD_SIZE", std::to_string(processes_on_node(run, p.node_rank))},
       {"NODE_RANK", std::to_string(p.node_rank)},
       {"GROUP_RANK", std::to_string(p.node_rank)},
       {"OMP_NUM_THREADS", std::to_string(run.threads_per_process)},
       // OpenBLAS keeps its own pool, sized from OMP_NUM_THREADS unless this is set.
       {"OPENBLAS_NUM_THREADS", std::to_string(run.threads_per_process)},
+      {"TRAINBENCH_ROLE", p.role},
       {"TRAINBENCH_RUN_CONFIG", to_json(run).dump()},
   };
 }

@@ -43,8 +43,19 @@ struct RunConfig {
   std::string device = "cpu";
   std::string backend = "gloo";
   int collective_timeout_seconds = 300;
+  /// paradigm hybrid-ps: parameter-server processes besides the trainers ("parameterServers");
+  /// 0 for every other paradigm.
+  int parameter_servers = 0;
+  /// hybrid-ps: the parameter servers run in pods of their own (the operator) instead of beside
+  /// node 0's trainers (trainbench run): LOCAL_WORLD_SIZE and threads then count trainers only.
+  /// "parameterServersOwnPods", written only when true.
+  bool parameter_servers_own_pods = false;
 
+  /// The trainers (devices): examples/sec and speedup count these.
   int world_size() const { return nodes * devices_per_node; }
+  /// Every process of the run (the c10d world, WORLD_SIZE): the trainers, then the parameter
+  /// servers of paradigm hybrid-ps.
+  int process_count() const { return world_size() + parameter_servers; }
   /// Seed-style configuration label: "no ddp" or "1M/2G" (machines / devices per machine).
   std::string label() const;
   /// "2 CPUs" / "8 GPUs".
@@ -55,22 +66,40 @@ nlohmann::json to_json(const RunConfig& c);
 /// Throws std::runtime_error naming the missing or mistyped field.
 RunConfig run_config_from_json(const nlohmann::json& j);
 
+/// Where paradigm hybrid-ps's parameter servers run.
+enum class ServerPlacement {
+  WithNodeZero,  ///< local processes beside node 0's trainers (trainbench run)
+  OwnPods,       ///< one pod each (the operator): node 0's trainers share their pod with no server
+};
+
 /// The plan: one RunConfig per sweep entry, in order. `cores` is the number of CPU cores
-/// available on one node (used to resolve threadsPerProcess = 0).
-std::vector<RunConfig> plan_runs(const BenchmarkJob& job, int cores);
+/// available on one node (used to resolve threadsPerProcess = 0: cores / processes on it).
+std::vector<RunConfig> plan_runs(const BenchmarkJob& job, int cores,
+                                 ServerPlacement servers = ServerPlacement::WithNodeZero);
+
+inline constexpr const char* kRoleTrainer = "trainer";
+inline constexpr const char* kRoleParameterServer = "parameter-server";
 
 /// Where a rank lives inside a run.
 struct RankPlacement {
   int node_rank = 0;
   int local_rank = 0;
-  int rank = 0;  ///< node_rank * devices_per_node + local_rank
+  int rank = 0;  ///< trainers: node_rank * devices_per_node + local_rank; servers: world_size() + j
+  std::string role = kRoleTrainer;  ///< kRoleTrainer | kRoleParameterServer
 };
 
+/// The trainers in rank order, then (paradigm hybrid-ps) parameter server j = 0..P-1 as rank
+/// world_size() + j on node 0, local rank devices_per_node + j.
 std::vector<RankPlacement> placements(const RunConfig& run);
 
-/// torchrun-compatible environment for one rank: MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK,
-/// LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK, GROUP_RANK, OMP_NUM_THREADS, OPENBLAS_NUM_THREADS and
-/// TRAINBENCH_RUN_CONFIG (the RunConfig as JSON).
+/// Processes of the run on node `node_rank` (node 0 also hosts the parameter servers, unless
+/// they have pods of their own).
+int processes_on_node(const RunConfig& run, int node_rank);
+
+/// torchrun-compatible environment for one rank: MASTER_ADDR, MASTER_PORT, WORLD_SIZE (every
+/// process: process_count()), RANK, LOCAL_RANK, LOCAL_WORLD_SIZE (the processes on its node),
+/// NODE_RANK, GROUP_RANK, OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, TRAINBENCH_ROLE (trainer |
+/// parameter-server) and TRAINBENCH_RUN_CONFIG (the RunConfig as JSON).
 std::map<std::string, std::string> rank_environment(const RunConfig& run, const RankPlacement& p,
                                                     const std::string& master_addr, int master_port);
 

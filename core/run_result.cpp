@@ -34,6 +34,75 @@ EnvironmentInfo environment_from_json(const nlohmann::json& j) {
   return e;
 }
 
+namespace {
+
+/// [repeat][item] seconds: a non-empty list of lists of numbers >= 0 (inner lists may be empty
+/// only when `allow_empty_inner`).
+std::vector<std::vector<double>> seconds_lists(const nlohmann::json& obj, const std::string& key, const std::string& p,
+                                               bool allow_empty_inner) {
+  std::vector<std::vector<double>> out;
+  const auto& reps = jf::get_array(obj, key, p);
+  for (std::size_t r_i = 0; r_i < reps.size(); ++r_i) {
+    const std::string rp = p + "." + key + "[" + std::to_string(r_i) + "]";
+    if (!reps[r_i].is_array() || (!allow_empty_inner && reps[r_i].empty())) {
+      throw std::runtime_error(rp + (allow_empty_inner ? ": must be an array" : ": must be a non-empty array"));
+    }
+    std::vector<double> values;
+    for (std::size_t s = 0; s < reps[r_i].size(); ++s) {
+      const double v = jf::as_number(reps[r_i][s], rp + "[" + std::to_string(s) + "]");
+      if (v < 0) throw std::runtime_error(rp + "[" + std::to_string(s) + "]: must be >= 0");
+      values.push_back(v);
+    }
+    out.push_back(std::move(values));
+  }
+  if (out.empty()) throw std::runtime_error(p + "." + key + ": must not be empty");
+  return out;
+}
+
+nlohmann::json to_json(const ServerResult& s) {
+  return {{"rank", s.rank},
+          {"server", s.server},
+          {"rows", s.rows},
+          {"lookups", s.lookups},
+          {"lookupServiceSeconds", s.lookup_service_seconds},
+          {"lookupQueueSeconds", s.lookup_queue_seconds},
+          {"updateSeconds", s.update_seconds},
+          {"peakMemoryBytes", s.peak_memory_bytes}};
+}
+
+ServerResult server_result_from_json(const nlohmann::json& sj, const std::string& p) {
+  jf::require_object(sj, p);
+  ServerResult s;
+  s.rank = static_cast<int>(jf::get_int(sj, "rank", p));
+  s.server = static_cast<int>(jf::get_int(sj, "server", p));
+  s.rows = jf::get_int(sj, "rows", p);
+  s.lookups = jf::get_int(sj, "lookups", p);
+  if (s.rows < 0) throw std::runtime_error(p + ".rows: must be >= 0");
+  if (s.lookups < 0) throw std::runtime_error(p + ".lookups: must be >= 0");
+  s.lookup_service_seconds = seconds_lists(sj, "lookupServiceSeconds", p, true);
+  s.lookup_queue_seconds = seconds_lists(sj, "lookupQueueSeconds", p, true);
+  s.update_seconds = seconds_lists(sj, "updateSeconds", p, false);
+  s.peak_memory_bytes = jf::get_int(sj, "peakMemoryBytes", p);
+  std::size_t requests = 0;
+  for (std::size_t r = 0; r < s.lookup_service_seconds.size(); ++r) {
+    requests += s.lookup_service_seconds[r].size();
+    if (r >= s.lookup_queue_seconds.size() || s.lookup_queue_seconds[r].size() != s.lookup_service_seconds[r].size()) {
+      throw std::runtime_error(p + ".lookupQueueSeconds[" + std::to_string(r) +
+                               "]: must have one entry per lookupServiceSeconds entry");
+    }
+  }
+  if (s.lookup_queue_seconds.size() != s.lookup_service_seconds.size()) {
+    throw std::runtime_error(p + ".lookupQueueSeconds: must have one list per repeat, as lookupServiceSeconds");
+  }
+  if (static_cast<std::int64_t>(requests) != s.lookups) {
+    throw std::runtime_error(p + ".lookups: " + std::to_string(s.lookups) + ", but lookupServiceSeconds has " +
+                             std::to_string(requests) + " entries");
+  }
+  return s;
+}
+
+}  // namespace
+
 nlohmann::json to_json(const RunResult& r) {
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& rk : r.ranks) {
@@ -57,6 +126,11 @@ nlohmann::json to_json(const RunResult& r) {
   out["blockCount"] = r.block_count;
   out["stageStarts"] = r.stage_starts;
   if (r.allreduce) out["allreduce"] = to_json(*r.allreduce);
+  if (!r.servers.empty()) {
+    nlohmann::json servers = nlohmann::json::array();
+    for (const auto& s : r.servers) servers.push_back(to_json(s));
+    out["servers"] = servers;
+  }
   return out;
 }
 
@@ -109,6 +183,18 @@ RunResult run_result_from_json(const nlohmann::json& j) {
     }
     if (rk.step_seconds.empty()) throw std::runtime_error(p + ".stepSeconds: must not be empty");
     r.ranks.push_back(std::move(rk));
+  }
+  if (jf::has(j, "servers")) {
+    const auto& servers = jf::get_array(j, "servers", "");
+    for (std::size_t i = 0; i < servers.size(); ++i) {
+      const std::string p = "servers[" + std::to_string(i) + "]";
+      ServerResult s = server_result_from_json(servers[i], p);
+      if (s.server != static_cast<int>(i)) {
+        throw std::runtime_error(p + ".server: expected " + std::to_string(i) + " (ordered by server), got " +
+                                 std::to_string(s.server));
+      }
+      r.servers.push_back(std::move(s));
+    }
   }
   if (static_cast<int>(r.ranks.size()) != r.world_size) {
     throw std::runtime_error("ranks: expected " + std::to_string(r.world_size) + " entries (worldSize), got " +

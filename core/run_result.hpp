@@ -45,6 +45,23 @@ struct RankResult {
   double bubble_fraction = 0.0;
 };
 
+/// paradigm hybrid-ps: one parameter server's measurements ("servers" of the RunResult). The
+/// per-request lists are [repeat][request], requests of the repeat's measured steps in the
+/// order the server served them (each step: the trainers' lookups in arrival order).
+struct ServerResult {
+  int rank = 0;        ///< its c10d rank (worldSize + server)
+  int server = 0;      ///< 0..P-1
+  std::int64_t rows = 0;     ///< embedding rows it owns, all tables together
+  std::int64_t lookups = 0;  ///< lookup requests it served in measured steps
+  /// Per measured request: from the start of its service (ids in hand) to its partial sums sent.
+  std::vector<std::vector<double>> lookup_service_seconds;
+  /// Per measured request: from its arrival (count and ids received) to the start of its service.
+  std::vector<std::vector<double>> lookup_queue_seconds;
+  /// Per measured step: applying the trainers' gradients to its rows (after all had arrived).
+  std::vector<std::vector<double>> update_seconds;
+  std::int64_t peak_memory_bytes = 0;
+};
+
 /// What the workers of one run produce (rank 0 gathers it from every rank and writes it as
 /// JSON to TRAINBENCH_RESULT_FILE).
 struct RunResult {
@@ -62,7 +79,8 @@ struct RunResult {
   /// [repeat][size] = seconds per all-reduce ("allreduce"; absent for other paradigms).
   std::optional<AllreduceRunInfo> allreduce;
   EnvironmentInfo environment;
-  std::vector<RankResult> ranks;  ///< ordered by rank
+  std::vector<RankResult> ranks;  ///< ordered by rank (hybrid-ps: the trainers)
+  std::vector<ServerResult> servers;  ///< hybrid-ps: its parameter servers by index ("servers", absent when empty)
 };
 
 nlohmann::json to_json(const EnvironmentInfo& e);

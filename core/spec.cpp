@@ -38,6 +38,7 @@ class Reader {
   explicit Reader(std::vector<FieldError>& errors) : errors_(errors) {}
 
   void error(const std::string& path, const std::string& message) { errors_.push_back({path, message}); }
+  std::size_t error_count() const { return errors_.size(); }
 
   /// True when `node` is a mapping; flags every key not in `allowed`.
   bool object(const YAML::Node& node, const std::string& path, const std::vector<std::string>& allowed) {
@@ -296,6 +297,11 @@ void read_allreduce(Reader& r, const YAML::Node& n, const std::string& path, All
   r.read_string(n, "dtype", path, a.dtype);
 }
 
+void read_hybrid_ps(Reader& r, const YAML::Node& n, const std::string& path, HybridPsSpec& h) {
+  if (!r.object(n, path, {"parameterServers"})) return;
+  r.read_int(n, "parameterServers", path, h.parameter_servers);
+}
+
 void read_int_list(Reader& r, const YAML::Node& n, const std::string& path, std::vector<int>& out) {
   if (!n.IsDefined() || n.IsNull()) return;
   if (!n.IsSequence()) {
@@ -375,7 +381,7 @@ void read_benchmark(Reader& r, const YAML::Node& n, BenchmarkSpec& b) {
   if (!r.object(n, path,
                 {"model", "paradigm", "batchSizePerDevice", "precision", "warmupSteps", "measureSteps", "repeats",
                  "seed", "learningRate", "threadsPerProcess", "imageSize", "mlp", "ddp", "optimizer", "pipeline", "sequenceLength",
-                 "transformer", "mlstm", "hybridEmbedding", "allreduce"}))
+                 "transformer", "mlstm", "hybridEmbedding", "allreduce", "hybridPs"}))
     return;
   r.read_string(n, "model", path, b.model);
   r.read_string(n, "paradigm", path, b.paradigm);
@@ -401,6 +407,9 @@ void read_benchmark(Reader& r, const YAML::Node& n, BenchmarkSpec& b) {
   if (n["pipeline"].IsDefined() && !n["pipeline"].IsNull()) read_pipeline(r, n["pipeline"], path + ".pipeline", b.pipeline);
   read_model_sizes(r, n, path, b);
   if (n["allreduce"].IsDefined() && !n["allreduce"].IsNull()) read_allreduce(r, n["allreduce"], path + ".allreduce", b.allreduce);
+  if (n["hybridPs"].IsDefined() && !n["hybridPs"].IsNull()) {
+    read_hybrid_ps(r, n["hybridPs"], path + ".hybridPs", b.hybrid_ps);
+  }
 }
 
 void read_sweep(Reader& r, const YAML::Node& n, std::vector<SweepEntry>& sweep) {
@@ -411,7 +420,7 @@ void read_sweep(Reader& r, const YAML::Node& n, std::vector<SweepEntry>& sweep) 
   for (std::size_t i = 0; i < n.size(); ++i) {
     const std::string path = "spec.sweep[" + std::to_string(i) + "]";
     SweepEntry e;
-    if (r.object(n[i], path, {"nodes", "devicesPerNode", "paradigm", "bucketCapMB"})) {
+    if (r.object(n[i], path, {"nodes", "devicesPerNode", "paradigm", "bucketCapMB", "parameterServers"})) {
       r.read_int(n[i], "nodes", path, e.nodes);
       r.read_int(n[i], "devicesPerNode", path, e.devices_per_node);
       std::string p;
@@ -419,6 +428,12 @@ void read_sweep(Reader& r, const YAML::Node& n, std::vector<SweepEntry>& sweep) 
       if (!p.empty()) e.paradigm = p;
       double cap = 0;
       if (r.read_double(n[i], "bucketCapMB", path, cap)) e.bucket_cap_mb = cap;
+      int servers = 0;
+      if (n[i]["parameterServers"].IsDefined() && !n[i]["parameterServers"].IsNull()) {
+        const std::size_t before = r.error_count();
+        r.read_int(n[i], "parameterServers", path, servers);
+        if (r.error_count() == before) e.parameter_servers = servers;
+      }
     }
     sweep.push_back(e);
   }
@@ -606,6 +621,54 @@ void check_quantities(Checker& c, const std::string& path, const std::map<std::s
   }
 }
 
+/// paradigm hybrid-ps on sweep entry `e` (path `p`); a parameterServers override on any other
+/// paradigm is an error.
+void check_hybrid_ps(Checker& c, const BenchmarkJob& job, const SweepEntry& e, const std::string& p,
+                     const std::string& paradigm) {
+  const BenchmarkSpec& b = job.benchmark;
+  const std::string bp = "spec.benchmark";
+  if (e.parameter_servers) {
+    c.at_least(p + ".parameterServers", *e.parameter_servers, kMinParameterServers);
+    c.at_most(p + ".parameterServers", *e.parameter_servers, kMaxParameterServers);
+  }
+  if (paradigm != "hybrid-ps") {
+    if (e.parameter_servers) {
+      c.add(p + ".parameterServers", "is only for paradigm hybrid-ps, but this run is paradigm " + quote(paradigm));
+    }
+    return;
+  }
+  const std::string why = "paradigm hybrid-ps (" + p + ")";
+  if (!b.model.empty() && b.model != "hybrid-embedding") {
+    c.add(bp + ".model", why + " shards the embedding tables of model hybrid-embedding, got " + quote(b.model));
+  }
+  // The servers take requests from any trainer (gloo's recvAnysource): NCCL has no receive from
+  // any source, so the whole run is CPU + gloo.
+  if (job.device != "cpu") {
+    c.add("spec.device", why + " runs on cpu with backend gloo (its servers receive from any trainer, which NCCL "
+                         "cannot), got device " + quote(job.device));
+  }
+  if (!b.optimizer.empty() && b.optimizer != "sgd") {
+    c.add(bp + ".optimizer", why + ": embedding rows take plain SGD on the servers and the dense part SGD with "
+                             "momentum 0.9: must be sgd, got " + quote(b.optimizer));
+  }
+  if (b.precision != "fp32") {
+    c.add(bp + ".precision", why + " trains in fp32 only, got " + quote(b.precision));
+  }
+  const int servers = e.parameter_servers.value_or(b.hybrid_ps.parameter_servers);
+  const std::string servers_path = e.parameter_servers ? p + ".parameterServers" : bp + ".hybridPs.parameterServers";
+  const int rows = b.hybrid_embedding.num_embeddings;
+  if (rows >= 1 && servers > rows) {
+    c.add(servers_path, "must be <= spec.benchmark.hybridEmbedding.numEmbeddings (" + std::to_string(rows) +
+                            ": every server owns at least one row of each table) for " + why + ", got " +
+                            std::to_string(servers));
+  }
+  const long long processes = static_cast<long long>(e.nodes) * e.devices_per_node + servers;
+  if (e.nodes >= 1 && e.devices_per_node >= 1 && servers >= 1 && processes > kMaxWorldSize) {
+    c.add(servers_path, "nodes x devicesPerNode + parameterServers (the run's processes) must be <= " +
+                            std::to_string(kMaxWorldSize) + ", got " + std::to_string(processes));
+  }
+}
+
 }  // namespace
 
 std::string PodTemplate::default_worker_image() { return std::string("trainbench/worker:") + kVersion; }
@@ -618,7 +681,7 @@ const std::vector<std::string>& known_models() {
   return v;
 }
 const std::vector<std::string>& known_paradigms() {
-  static const std::vector<std::string> v{"none", "ddp", "zero", "pipeline", "model-parallel", "allreduce"};
+  static const std::vector<std::string> v{"none", "ddp", "zero", "pipeline", "model-parallel", "allreduce", "hybrid-ps"};
   return v;
 }
 const std::vector<std::string>& known_precisions() {
@@ -725,6 +788,8 @@ std::vector<FieldError> validate(const BenchmarkJob& job) {
                              "device " + quote(job.device));
   }
   for (const auto& e : validate_model_sizes(b)) c.add(e.path, e.message);
+  c.at_least(bp + ".hybridPs.parameterServers", b.hybrid_ps.parameter_servers, kMinParameterServers);
+  c.at_most(bp + ".hybridPs.parameterServers", b.hybrid_ps.parameter_servers, kMaxParameterServers);
 
   c.one_of("spec.device", job.device, known_devices());
   if (!job.backend.empty()) {
@@ -801,6 +866,7 @@ std::vector<FieldError> validate(const BenchmarkJob& job) {
     if (paradigm == "zero" && !b.optimizer.empty() && b.optimizer != "adam") {
       c.add(bp + ".optimizer", "paradigm zero shards Adam's state (" + p + "): must be adam, got " + quote(b.optimizer));
     }
+    check_hybrid_ps(c, job, e, p, paradigm);
     const bool staged = paradigm == "pipeline" || paradigm == "model-parallel";
     if (paradigm == "pipeline" && b.pipeline.micro_batches > b.batch_size_per_device) {
       c.add(bp + ".pipeline.microBatches", "must be <= batchSizePerDevice (" + std::to_string(b.batch_size_per_device) +
@@ -850,12 +916,14 @@ nlohmann::json to_json(const BenchmarkJob& job) {
   };
   if (!b.optimizer.empty()) benchmark["optimizer"] = b.optimizer;
   benchmark["allreduce"] = to_json(b.allreduce);
+  benchmark["hybridPs"] = {{"parameterServers", b.hybrid_ps.parameter_servers}};
   if (b.model.empty()) benchmark.erase("model");  // allowed when every run is allreduce
   json sweep = json::array();
   for (const SweepEntry& e : job.sweep) {
     json entry = {{"nodes", e.nodes}, {"devicesPerNode", e.devices_per_node}};
     if (e.paradigm) entry["paradigm"] = *e.paradigm;
     if (e.bucket_cap_mb) entry["bucketCapMB"] = *e.bucket_cap_mb;
+    if (e.parameter_servers) entry["parameterServers"] = *e.parameter_servers;
     sweep.push_back(entry);
   }
   const RunPolicy& rp = job.run_policy;

@@ -66,6 +66,17 @@ struct PipelineSpec {
   std::vector<int> boundaries;  ///< index of the first block of stages 1..S-1; empty: balanced by parameters
 };
 
+/// spec.benchmark.hybridPs: paradigm hybrid-ps (the DDP + RPC benchmark's shape): the trainers
+/// (nodes x devicesPerNode) replicate the dense part with DDP; the embedding tables' rows are
+/// sharded over parameterServers extra processes, each owning a contiguous range of every table.
+struct HybridPsSpec {
+  int parameter_servers = 8;  ///< the seed's default; a sweep entry's parameterServers overrides it
+};
+
+/// Bounds of parameterServers (spec and sweep entries).
+inline constexpr int kMinParameterServers = 1;
+inline constexpr int kMaxParameterServers = 256;
+
 /// The optimizer a paradigm uses when spec.benchmark.optimizer is not set: adam for zero (ZeRO
 /// shards Adam's state), sgd (momentum 0.9) for the others.
 std::string default_optimizer(const std::string& paradigm);
@@ -91,6 +102,7 @@ struct BenchmarkSpec {
   MlstmSpec mlstm;
   HybridEmbeddingSpec hybrid_embedding;
   AllreduceSpec allreduce;           ///< paradigm allreduce: message sizes and dtype
+  HybridPsSpec hybrid_ps;            ///< paradigm hybrid-ps: parameter servers
 };
 
 /// One cluster shape of the sweep; optional fields override spec.benchmark.
@@ -99,6 +111,7 @@ struct SweepEntry {
   int devices_per_node = 1;
   std::optional<std::string> paradigm;
   std::optional<double> bucket_cap_mb;
+  std::optional<int> parameter_servers;  ///< paradigm hybrid-ps only: overrides hybridPs.parameterServers
 };
 
 struct RunPolicy {

@@ -23,6 +23,8 @@
 //   TRAINBENCH_EXTERNAL_STORE=1 the run's store is served by the master pod (trainbench-worker
 //                             --master); rank 0 hands the result to it instead of a file
 //   POD_IP                    the address gloo listens on (the pod's IP)
+//   TRAINBENCH_LOG_STEPS=1    every step's loss and seconds (and loss scale under amp-fp16)
+//                             on stderr, each rank
 //
 // Test hooks:
 //   TRAINBENCH_DUMP_PARAMS=PREFIX        every rank writes its final parameters, flattened in
@@ -33,6 +35,12 @@
 //   TRAINBENCH_REFERENCE_WORLD_SIZE=W    paradigm none, world size 1 only: train on the
 //                                        concatenation of the batches ranks 0..W-1 would
 //                                        generate (the global batch DDP must be equivalent to)
+//                                        (paradigm hybrid-ps: one process holding the whole
+//                                        model, tables with plain SGD, worker/hybrid_ps.hpp)
+//   TRAINBENCH_HYBRID_PS_FAULT_RANK=R    paradigm hybrid-ps: rank R kills itself (SIGKILL) at
+//                                        the start of its first measured step
+//   (hybrid-ps dumps: a trainer writes its dense parameters, a server its rows of every table,
+//    table after table, [numTables * its rows, embeddingDim])
 //
 // Exit status: 0 success; 2 bad environment or config; 1 any other error. Errors are printed
 // to stderr as "trainbench-worker rank R: <message>".

@@ -12,7 +12,7 @@ namespace trainbench::worker {
 
 void run_master(const RunConfig& run, const MasterOptions& options, const ResultSink& sink) {
   auto store = RunStore::serve(options.port, options.wait_for_result);
-  std::cerr << "trainbench-worker master: serving the store of run " << run.index << " (" << run.world_size()
+  std::cerr << "trainbench-worker master: serving the store of run " << run.index << " (" << run.process_count()
             << " ranks) on port " << options.port << "\n";
   const std::string text = store->get(kResultKey, options.wait_for_result);
   RunResult result;
@@ -26,6 +26,13 @@ void run_master(const RunConfig& run, const MasterOptions& options, const Result
                              std::to_string(result.world_size) + " ranks, expected run " + std::to_string(run.index) +
                              " with " + std::to_string(run.world_size()));
   }
+  if (static_cast<int>(result.ranks.size()) != run.world_size() ||
+      static_cast<int>(result.servers.size()) != run.parameter_servers) {
+    throw std::runtime_error("rank 0 sent a result with " + std::to_string(result.ranks.size()) + " trainer(s) and " +
+                             std::to_string(result.servers.size()) + " parameter server(s), expected " +
+                             std::to_string(run.world_size()) + " and " + std::to_string(run.parameter_servers) +
+                             " (paradigm " + run.paradigm + ")");
+  }
   const nlohmann::json payload = {{"attempt", options.attempt},
                                   {"run", to_json(summarize_run(run, result))},
                                   {"environment", to_json(result.environment)}};
@@ -33,7 +40,7 @@ void run_master(const RunConfig& run, const MasterOptions& options, const Result
   std::cerr << "trainbench-worker master: result of run " << run.index << " delivered\n";
   // Keep the store up until every rank has let go of it (process-group teardown uses it).
   const auto until = std::chrono::steady_clock::now() + options.wait_for_ranks;
-  while (store->add(kFinishedKey, 0) < run.world_size() && std::chrono::steady_clock::now() < until) {
+  while (store->add(kFinishedKey, 0) < run.process_count() && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }

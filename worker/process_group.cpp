@@ -1,6 +1,7 @@
 #include "worker/process_group.hpp"
 
 #include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include <chrono>
 #include <iostream>
@@ -20,9 +21,23 @@ void PendingCollective::wait() {
   fn();
 }
 
+int PendingRecv::wait() {
+  if (!wait_) return -1;
+  auto fn = std::move(wait_);
+  wait_ = nullptr;
+  return fn();
+}
+
+void PendingRecv::abort() {
+  if (abort_) abort_();
+}
+
 struct Communicator::Impl {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<compat::CommBackend> backend;
+#ifdef TRAINBENCH_WITH_GLOO
+  c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options;  ///< gloo: for subgroup()
+#endif
   std::string backend_name;
   std::chrono::milliseconds timeout{0};
   int rank = 0;
@@ -121,6 +136,11 @@ std::unique_ptr<Communicator> Communicator::create(const RankEnv& env, const Run
     }
 
     if (config.backend == "gloo") {
+#ifndef TRAINBENCH_WITH_GLOO
+      (void)bind_address;
+      throw ConfigError("backend gloo: this trainbench-worker was built against a libtorch without the gloo headers "
+                        "(pip's wheels ship none); use backend nccl");
+#else
       auto options = c10d::ProcessGroupGloo::Options::create(impl->timeout);
       if (!bind_address.empty()) {
         options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(bind_address));
@@ -129,8 +149,10 @@ std::unique_ptr<Communicator> Communicator::create(const RankEnv& env, const Run
                                        ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
                                        : c10d::ProcessGroupGloo::createDefaultDevice());
       }
+      impl->gloo_options = options;
       impl->backend =
           c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, env.rank, env.world_size, options);
+#endif
     } else if (config.backend == "nccl") {
 #ifdef USE_C10D_NCCL
       compat::cuda_set_device(env.local_rank);
@@ -243,6 +265,57 @@ PendingCollective Communicator::recv(at::Tensor tensor, int src, int tag) {
   }
   const auto timeout = impl_->timeout;
   return PendingCollective([work, tensors, timeout] { wait_work(work, timeout); });
+}
+
+PendingRecv Communicator::recv_any(at::Tensor tensor, int tag) {
+  auto tensors = std::make_shared<std::vector<at::Tensor>>(1, std::move(tensor));
+  compat::WorkPtr work;
+  try {
+    work = impl_->backend->recvAnysource(*tensors, tag);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error("receive from any rank failed: " + compat::error_message(e));
+  }
+  const auto timeout = impl_->timeout;
+  return PendingRecv(
+      [work, tensors, timeout]() -> int {
+        try {
+          if (!work->wait(timeout)) return -1;  // aborted
+          return work->sourceRank();
+        } catch (const c10::Error& e) {
+          throw std::runtime_error("receive from any rank failed: " + compat::error_message(e));
+        } catch (const std::exception& e) {  // gloo's own exceptions (timeout, closed connection)
+          throw std::runtime_error(std::string("receive from any rank failed: ") + e.what());
+        }
+      },
+      [work] { work->abort(); });
+}
+
+std::unique_ptr<Communicator> Communicator::subgroup(const std::string& name, const std::vector<int>& members) const {
+  int sub_rank = -1;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (i > 0 && members[i] <= members[i - 1]) throw std::logic_error("subgroup: members must be ascending");
+    if (members[i] == impl_->rank) sub_rank = static_cast<int>(i);
+  }
+  if (sub_rank < 0) throw std::logic_error("subgroup: rank " + std::to_string(impl_->rank) + " is not a member");
+#ifdef TRAINBENCH_WITH_GLOO
+  if (!impl_->gloo_options) throw ConfigError("process sub-groups need backend gloo, got " + impl_->backend_name);
+  auto impl = std::make_unique<Impl>();
+  impl->rank = sub_rank;
+  impl->size = static_cast<int>(members.size());
+  impl->backend_name = impl_->backend_name;
+  impl->timeout = impl_->timeout;
+  impl->gloo_options = impl_->gloo_options;
+  try {
+    impl->store = c10::make_intrusive<c10d::PrefixStore>(name, impl_->store);
+    impl->backend =
+        c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, impl->rank, impl->size, impl->gloo_options);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error("creating process group " + name + " failed: " + compat::error_message(e));
+  }
+  return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
+#else
+  throw ConfigError("process sub-groups (" + name + ") need backend gloo: this trainbench-worker was built without it");
+#endif
 }
 
 void hand_over_result(const std::string& result_json, RunStore* store, const std::string& result_file) {

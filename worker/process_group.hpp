@@ -25,6 +25,22 @@ class PendingCollective {
   std::function<void()> wait_;
 };
 
+/// A receive from any rank in flight (Communicator::recv_any). wait() blocks until it completes
+/// (the collective timeout applies) and returns the sender's rank, or -1 when abort() -- from
+/// any thread -- ended it first.
+class PendingRecv {
+ public:
+  PendingRecv() = default;
+  PendingRecv(std::function<int()> wait_fn, std::function<void()> abort_fn)
+      : wait_(std::move(wait_fn)), abort_(std::move(abort_fn)) {}
+  int wait();
+  void abort();
+
+ private:
+  std::function<int()> wait_;
+  std::function<void()> abort_;
+};
+
 /// Store keys of the operator's report path: rank 0 sets the RunResult JSON under kResultKey;
 /// every rank adds 1 to kFinishedKey when it is done with the store.
 inline constexpr const char* kResultKey = "trainbench/result";
@@ -94,6 +110,15 @@ class Communicator {
   /// until then; a recv fills it. Messages between two ranks match by `tag`.
   PendingCollective send(at::Tensor tensor, int dst, int tag);
   PendingCollective recv(at::Tensor tensor, int src, int tag);
+  /// Receive from whichever rank sends first with `tag` (gloo's recvAnysource; NCCL has none).
+  /// Safe to call while another thread sends or receives on this communicator.
+  PendingRecv recv_any(at::Tensor tensor, int tag);
+
+  /// A process group of `members` only (ranks of this communicator, ascending; this rank must be
+  /// one of them): a new gloo group over a c10d::PrefixStore `name` on this one's store, its
+  /// rank the index of this rank in `members`. Collective over the members (the others do not
+  /// call it). Same timeout and network device as this one.
+  std::unique_ptr<Communicator> subgroup(const std::string& name, const std::vector<int>& members) const;
 
  private:
   struct Impl;

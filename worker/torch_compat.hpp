@@ -8,13 +8,18 @@
 //    (the old names are deprecated there) -> compat::AutocastScope.
 //  - CUDA (only when built against a CUDA libtorch, TRAINBENCH_WITH_CUDA): synchronize,
 //    allocator peak memory, device name, runtime version, current device.
+//  - Gloo: pip's libtorch wheels ship c10d's ProcessGroupGloo.hpp but not the gloo headers it
+//    includes, so a worker built against one has backend nccl only (TRAINBENCH_WITH_GLOO unset).
 
 #include <ATen/autocast_mode.h>
 #include <c10/util/Exception.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
 
+#if defined(USE_C10D_GLOO) && __has_include(<gloo/algorithm.h>)
+#define TRAINBENCH_WITH_GLOO 1
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #ifdef USE_C10D_NCCL
@@ -40,8 +45,8 @@
   (TORCH_VERSION_MAJOR > (major) ||             \
    (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
-#ifndef USE_C10D_GLOO
-#error "the worker needs a libtorch built with Gloo (USE_C10D_GLOO)"
+#if !defined(TRAINBENCH_WITH_GLOO) && !defined(USE_C10D_NCCL)
+#error "the worker needs a libtorch with Gloo (and its headers) or NCCL"
 #endif
 
 namespace trainbench::worker::compat {

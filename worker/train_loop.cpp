@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <csignal>
 #include <iostream>
@@ -20,6 +21,7 @@
 #include "worker/allreduce_bench.hpp"
 #include "worker/ddp_reducer.hpp"
 #include "worker/gpu_monitor.hpp"
+#include "worker/hybrid_ps.hpp"
 #include "worker/metrics.hpp"
 #include "worker/models.hpp"
 #include "worker/output_files.hpp"
@@ -28,6 +30,7 @@
 #include "worker/environment_info.hpp"
 #include "worker/system_probe.hpp"
 #include "worker/torch_compat.hpp"
+#include "worker/train_common.hpp"
 #include "worker/worker_error.hpp"
 #include "worker/zero_optimizer.hpp"
 
@@ -82,22 +85,17 @@ std::uint64_t splitmix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-struct Batch {
-  torch::Tensor inputs;
-  torch::Tensor targets;
-};
+using Batch = SyntheticBatch;
 
-/// The batch rank `rank` trains on: randn inputs, randint targets, from a CPU generator seeded
-/// by (seed, rank) -- independent of the global seed used for the model.
-Batch rank_batch(const BenchModel& model, const RunConfig& c, int rank) {
+}  // namespace
+
+SyntheticBatch rank_batch(const BenchModel& model, const RunConfig& c, int rank) {
   at::Generator gen =
       at::detail::createCPUGenerator(splitmix64(c.seed ^ splitmix64(static_cast<std::uint64_t>(rank) + 1)));
-  SyntheticBatch s = model.synthetic_batch(c.batch_size_per_device, gen);
-  Batch b;
-  b.inputs = s.inputs;
-  b.targets = s.targets;
-  return b;
+  return model.synthetic_batch(c.batch_size_per_device, gen);
 }
+
+namespace {
 
 Batch make_batch(const BenchModel& model, const RunConfig& c, int rank, int reference_world,
                  const torch::Device& device) {
@@ -119,6 +117,8 @@ Batch make_batch(const BenchModel& model, const RunConfig& c, int rank, int refe
   return b;
 }
 
+}  // namespace
+
 void write_progress(const std::string& path, const char* phase, int repeat, int repeats, int step,
                     int steps, double seconds) {
   nlohmann::json j{{"phase", phase}, {"repeat", repeat},   {"repeats", repeats},
@@ -135,6 +135,32 @@ void dump_parameters(const std::string& prefix, int rank, const std::vector<torc
   }
   write_float32_file(prefix + ".rank" + std::to_string(rank) + ".bin", values);
 }
+
+std::unique_ptr<DdpReducer> make_ddp_reducer(const std::vector<torch::Tensor>& params,
+                                             const std::vector<torch::Tensor>& buffers, Communicator& comm,
+                                             const RunConfig& c) {
+  if (comm.size() > 1) {
+    std::vector<torch::Tensor> state = params;
+    state.insert(state.end(), buffers.begin(), buffers.end());
+    comm.broadcast(state, 0);
+  }
+  return std::make_unique<DdpReducer>(params, comm, c.ddp.bucket_cap_mb, c.ddp.gradient_compression);
+}
+
+std::unique_ptr<WorkerMetrics> serve_worker_metrics(const RankEnv& env, const RunConfig& c, const WorkerOptions& o,
+                                                    const std::string& role, int world) {
+  if (o.metrics_port < 0) return nullptr;
+  const std::string job = c.job_name.empty() ? "local" : c.job_name;  // the plan always sets it
+  const int port = o.metrics_port == 0 ? 0 : o.metrics_port + env.local_rank;
+  auto metrics = WorkerMetrics::serve(o.metrics_host + ":" + std::to_string(port),
+                                      MetricLabels{job, std::to_string(c.index), role, std::to_string(env.rank),
+                                                   std::to_string(env.node_rank), c.model, c.paradigm, world},
+                                      BuildInfo{kVersion, TORCH_VERSION, c.backend, c.device});
+  metrics->set_planned_steps(static_cast<std::int64_t>(c.warmup_steps) + c.repeats * c.measure_steps);
+  return metrics;
+}
+
+namespace {
 
 void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   validate(env, c, o);
@@ -182,15 +208,7 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   for (const auto& p : params) rank_parameter_count += p.numel();
 
   std::unique_ptr<DdpReducer> reducer;
-  if (ddp) {
-    if (world > 1) {
-      std::vector<torch::Tensor> state = params;
-      state.insert(state.end(), buffers.begin(), buffers.end());
-      comm->broadcast(state, 0);
-    }
-    reducer = std::make_unique<DdpReducer>(params, *comm, c.ddp.bucket_cap_mb,
-                                           c.ddp.gradient_compression);
-  }
+  if (ddp) reducer = make_ddp_reducer(params, buffers, *comm, c);
   const bool sync_buffers = ddp && c.ddp.broadcast_buffers && world > 1 && !buffers.empty();
 
   // A pipeline trains one batch (rank 0's, as the unsplit model would): every stage makes it,
@@ -200,16 +218,7 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
       zero ? make_zero_adam(c.learning_rate, params, *comm) : make_optimizer(c.optimizer, c.learning_rate, params);
   if (device.is_cuda()) compat::cuda_reset_peak_memory(device.index());
 
-  std::unique_ptr<WorkerMetrics> metrics;
-  if (o.metrics_port >= 0) {
-    const std::string job = c.job_name.empty() ? "local" : c.job_name;  // the plan always sets it
-    const int port = o.metrics_port == 0 ? 0 : o.metrics_port + env.local_rank;
-    metrics = WorkerMetrics::serve(o.metrics_host + ":" + std::to_string(port),
-                                   MetricLabels{job, std::to_string(c.index), "trainer", std::to_string(env.rank),
-                                                std::to_string(env.node_rank), c.model, c.paradigm, world},
-                                   BuildInfo{kVersion, TORCH_VERSION, c.backend, c.device});
-    metrics->set_planned_steps(static_cast<std::int64_t>(c.warmup_steps) + c.repeats * c.measure_steps);
-  }
+  std::unique_ptr<WorkerMetrics> metrics = serve_worker_metrics(env, c, o, "trainer", world);
   std::unique_ptr<GpuMonitor> gpu_monitor;
   if (metrics && device.is_cuda()) {
     std::string why;
@@ -222,6 +231,7 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   double last_loss = 0;
   double first_measured_loss = 0;
   std::optional<GradScaler> scaler = GradScaler::for_precision(c.precision);
+  const bool log_steps = std::getenv("TRAINBENCH_LOG_STEPS") != nullptr;
   int step_number = 0;
   // pipeline / model-parallel: this stage's part of every micro-batch's forward and backward.
   std::vector<double> pipeline_waits;  // per step: seconds spent waiting on the neighbours
@@ -279,6 +289,12 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
     const auto t1 = std::chrono::steady_clock::now();
     ++step_number;
     last_loss = loss.item<double>();
+    if (log_steps) {
+      std::cerr << "trainbench-worker rank " << env.rank << ": step " << step_number << " loss " << last_loss << " "
+                << std::chrono::duration<double>(t1 - t0).count() << " s";
+      if (scaler) std::cerr << " loss scale " << scaler->scale();
+      std::cerr << "\n";
+    }
     if (!std::isfinite(last_loss)) {
       std::ostringstream msg;
       msg << "loss is not finite (" << last_loss << ") at step " << step_number;
@@ -423,6 +439,8 @@ void run_worker(const RankEnv& env, const RunConfig& config, const WorkerOptions
   try {
     if (config.paradigm == "allreduce") {
       run_allreduce_benchmark(env, config, options);  // worker/allreduce_bench.cpp
+    } else if (config.paradigm == "hybrid-ps") {
+      run_hybrid_ps(env, config, options);  // worker/hybrid_ps.cpp
     } else {
       run(env, config, options);
     }

@@ -55,14 +55,19 @@ json field_env(const std::string& name, const std::string& path) {
   return {{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", path}}}}}};
 }
 
-/// Environment shared by the master and the trainers of a run (torchrun's names + NCCL).
+/// Environment shared by every pod of a run (torchrun's names + NCCL). WORLD_SIZE is the c10d
+/// world: the trainers, plus the parameter servers of paradigm hybrid-ps; a parameter server is
+/// alone on its pod (one process, no NPROC_PER_NODE).
 json common_env(const JobContext& job, const RunConfig& run, int attempt, const std::string& role) {
+  const bool server = role == kRoleParameterServer;
   json env = json::array({
       env_var("MASTER_ADDR", master_address(job.name, job.namespace_, run.index)),
       env_var("MASTER_PORT", std::to_string(master_port(job))),
-      env_var("WORLD_SIZE", std::to_string(run.world_size())),
-      env_var("NPROC_PER_NODE", std::to_string(run.devices_per_node)),
-      env_var("LOCAL_WORLD_SIZE", std::to_string(run.devices_per_node)),
+      env_var("WORLD_SIZE", std::to_string(run.process_count())),
+  });
+  if (!server) env.push_back(env_var("NPROC_PER_NODE", std::to_string(run.devices_per_node)));
+  for (const json& e : json::array({
+      env_var("LOCAL_WORLD_SIZE", std::to_string(server ? 1 : run.devices_per_node)),
       env_var("OMP_NUM_THREADS", std::to_string(run.threads_per_process)),
       env_var("OPENBLAS_NUM_THREADS", std::to_string(run.threads_per_process)),
       env_var("TRAINBENCH_ROLE", role),
@@ -74,7 +79,9 @@ json common_env(const JobContext& job, const RunConfig& run, int attempt, const 
       field_env("POD_IP", "status.podIP"),
       field_env("POD_NAME", "metadata.name"),
       field_env("POD_NAMESPACE", "metadata.namespace"),
-  });
+  })) {
+    env.push_back(e);
+  }
   const json nccl = get_or(job.spec, "nccl", json::object());
   if (nccl.contains("socketIfname")) env.push_back(env_var("NCCL_SOCKET_IFNAME", nccl["socketIfname"].get<std::string>()));
   if (nccl.contains("ibDisable")) env.push_back(env_var("NCCL_IB_DISABLE", nccl["ibDisable"].get<bool>() ? "1" : "0"));
@@ -221,6 +228,18 @@ json trainer_pod(const JobContext& job, const RunConfig& run, int attempt, int n
   const int linger = template_linger_seconds(tmpl).value_or(kDefaultMetricsLingerSeconds);
   p["spec"]["terminationGracePeriodSeconds"] = std::max(30, linger + kGraceBeyondLingerSeconds);
   return p;
+}
+
+json parameter_server_pod(const JobContext& job, const RunConfig& run, int attempt, int server) {
+  const json tmpl = get_or(job.spec, "template", json::object());
+  const int rank = run.world_size() + server;
+  json c = {{"name", "parameter-server"},
+            {"command", json::array({"trainbench-worker"})},
+            {"env", json::array({env_var("RANK", std::to_string(rank)), env_var("LOCAL_RANK", "0"),
+                                 env_var("NODE_RANK", "0"), env_var("GROUP_RANK", "0")})}};
+  if (tmpl.contains("resources")) c["resources"] = tmpl["resources"];
+  return pod(job, parameter_server_pod_name(job.name, run.index, attempt, server), run, attempt, kRoleParameterServer,
+             c, false);
 }
 
 }  // namespace trainbench::op

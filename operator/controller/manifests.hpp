@@ -35,6 +35,9 @@ nlohmann::json reporter_role_binding(const JobContext& job);
 nlohmann::json master_pod(const JobContext& job, const RunConfig& run, int attempt);
 /// Trainer pod `node` of attempt `attempt` (runs run.devices_per_node worker processes).
 nlohmann::json trainer_pod(const JobContext& job, const RunConfig& run, int attempt, int node);
+/// paradigm hybrid-ps: parameter server `server` as one trainbench-worker process (RANK =
+/// trainers + server, WORLD_SIZE = trainers + servers, TRAINBENCH_ROLE=parameter-server).
+nlohmann::json parameter_server_pod(const JobContext& job, const RunConfig& run, int attempt, int server);
 
 /// Port of the rendezvous store (spec.masterPort, default 29500).
 int master_port(const JobContext& job);

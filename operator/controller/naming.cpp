@@ -12,6 +12,10 @@ std::string trainer_pod_name(const std::string& job, int run, int attempt, int n
   return run_service_name(job, run) + "-a" + std::to_string(attempt) + "-trainer-" + std::to_string(node);
 }
 
+std::string parameter_server_pod_name(const std::string& job, int run, int attempt, int server) {
+  return run_service_name(job, run) + "-a" + std::to_string(attempt) + "-ps-" + std::to_string(server);
+}
+
 std::string result_configmap_name(const std::string& job, int run) { return run_service_name(job, run) + "-result"; }
 
 std::string reporter_name(const std::string& job) { return job + "-reporter"; }

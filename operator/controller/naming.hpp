@@ -10,6 +10,8 @@ namespace trainbench::op {
 std::string run_service_name(const std::string& job, int run);                 // J-r<i>
 std::string master_pod_name(const std::string& job, int run, int attempt);      // J-r<i>-a<a>-master
 std::string trainer_pod_name(const std::string& job, int run, int attempt, int node);  // ...-trainer-<n>
+/// paradigm hybrid-ps: parameter server `server` (0..P-1) of a run attempt.
+std::string parameter_server_pod_name(const std::string& job, int run, int attempt, int server);  // ...-ps-<j>
 std::string result_configmap_name(const std::string& job, int run);            // J-r<i>-result
 std::string reporter_name(const std::string& job);                             // J-reporter
 /// MASTER_ADDR: the run's headless Service, J-r<i>.NS.svc
@@ -22,7 +24,7 @@ inline constexpr const char* kAttemptLabel = "trainbench.dev/attempt";
 inline constexpr const char* kRoleLabel = "trainbench.dev/role";
 
 /// The standard app.kubernetes.io/* labels plus trainbench.dev/job; `component` is master,
-/// trainer, result or reporter. run / attempt / role are added when >= 0 / non-empty.
+/// trainer, parameter-server, result or reporter. run / attempt / role are added when >= 0 / non-empty.
 std::map<std::string, std::string> object_labels(const std::string& job, const std::string& component, int run = -1,
                                                  int attempt = -1, const std::string& role = "");
 

@@ -205,7 +205,7 @@ class Reconcile {
 
   void progress(const BenchmarkJob& spec) {
     const RunPolicy& pol = spec.run_policy;
-    const std::vector<RunConfig> runs = plan_runs(spec, pod_cores(job_.spec));
+    const std::vector<RunConfig> runs = plan_runs(spec, pod_cores(job_.spec), ServerPlacement::OwnPods);
     runs_total_ = static_cast<int>(runs.size());
     init_status(runs);
 
@@ -310,6 +310,10 @@ class Reconcile {
     expected.emplace(master_pod_name(job_.name, run.index, attempt), master_pod(job_, run, attempt));
     for (int n = 0; n < run.nodes; ++n) {
       expected.emplace(trainer_pod_name(job_.name, run.index, attempt, n), trainer_pod(job_, run, attempt, n));
+    }
+    for (int j = 0; j < run.parameter_servers; ++j) {
+      expected.emplace(parameter_server_pod_name(job_.name, run.index, attempt, j),
+                       parameter_server_pod(job_, run, attempt, j));
     }
     std::map<std::string, json> present;
     for (const auto& p : pods_of(run.index, attempt)) present.emplace(pod_name(p), p);

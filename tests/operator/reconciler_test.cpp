@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "core/report.hpp"
 #include "core/run_config.hpp"
@@ -180,6 +182,45 @@ TEST(Reconciler, FirstReconcileCreatesTheFirstRunWithRanksAndOwners) {
   EXPECT_EQ(st["runsTotal"], 2);
   EXPECT_EQ(st["runs"][0]["phase"], "Starting");
   EXPECT_TRUE(d.requeue_after.has_value());
+}
+
+TEST(Reconciler, HybridPsRunGetsParameterServerPodsWithTheirRanks) {
+  // 1 node x 2 trainers + 3 parameter servers: c10d world 5, servers ranks 2..4 in pods of their own.
+  json spec = {{"benchmark",
+                {{"model", "hybrid-embedding"}, {"paradigm", "hybrid-ps"}, {"batchSizePerDevice", 8},
+                 {"warmupSteps", 1}, {"measureSteps", 4}, {"repeats", 1}, {"hybridPs", {{"parameterServers", 3}}}}},
+               {"sweep", json::array({{{"nodes", 1}, {"devicesPerNode", 2}}})}};
+  json job = job_object();
+  job["spec"] = spec;
+  Observed o{job, {}, {}, {}, false, false, false, t0()};
+  const Decision d = reconcile(o);
+  const auto pods = of(d, Action::Verb::Create, "pods");
+  ASSERT_EQ(pods.size(), 5u) << status_of(d).dump();  // master + 1 trainer pod + 3 servers
+  std::map<std::string, const json*> by_role;
+  std::set<std::string> server_ranks;
+  for (const auto* a : pods) {
+    const json& pod = a->body;
+    EXPECT_EQ(env(pod, "WORLD_SIZE"), "5");
+    const std::string role = pod["metadata"]["labels"]["trainbench.dev/role"];
+    EXPECT_EQ(env(pod, "TRAINBENCH_ROLE"), role);
+    if (role == "parameter-server") {
+      server_ranks.insert(env(pod, "RANK"));
+      EXPECT_EQ(env(pod, "LOCAL_WORLD_SIZE"), "1");
+      EXPECT_EQ(env(pod, "LOCAL_RANK"), "0");
+      EXPECT_EQ(env(pod, "NPROC_PER_NODE"), "<unset>");
+      EXPECT_EQ(pod["spec"]["containers"][0]["command"], json::array({"trainbench-worker"}));
+      EXPECT_EQ(pod["spec"]["automountServiceAccountToken"], false);
+      EXPECT_EQ(pod["spec"]["securityContext"]["runAsNonRoot"], true);
+      EXPECT_EQ(pod["metadata"]["name"].get<std::string>().rfind("bj-r0-a0-ps-", 0), 0u);
+    } else {
+      by_role[role] = &pod;
+    }
+  }
+  EXPECT_EQ(server_ranks, (std::set<std::string>{"2", "3", "4"}));
+  ASSERT_TRUE(by_role.count("trainer"));
+  EXPECT_EQ(env(*by_role["trainer"], "NPROC_PER_NODE"), "2");
+  EXPECT_EQ(env(*by_role["trainer"], "TRAINBENCH_ROLE"), "trainer");
+  ASSERT_TRUE(by_role.count("master"));
 }
 
 TEST(Reconciler, WholeSweepSucceedsWithReport) {

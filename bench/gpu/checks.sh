@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Runs on a GPU machine (the `device` tool's, in the repository root, with .gpu from
+# bench/gpu/bundle.sh carried): builds trainbench-worker against the machine's own CUDA libtorch,
+# then the GPU checks of docs/performance.md, writing logs and JSON reports to $OUT.
+# Usage: bash bench/gpu/checks.sh [STAGE...]
+#   stages: lm nvml nccl resnet fp16diag (default: lm nvml nccl resnet)
+# Everything written to $OUT is also packed into $OUT/gpu-checks.tar.gz.
+set -uo pipefail
+OUT=${OUT:-/tmp/gpu-out}
+mkdir -p "$OUT"
+root=$(pwd)
+bundle=$root/.gpu
+log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+{
+  nvidia-smi -L; nvidia-smi --query-gpu=driver_version,memory.total --format=csv,noheader
+  . /etc/os-release; echo "os: $PRETTY_NAME"; g++ --version | head -1; cmake --version | head -1
+  python3 -c 'import torch, sys; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version())'
+  python3 -c 'import transformers; print("transformers", transformers.__version__)'
+} 2>&1 | tee -a "$OUT/summary.txt"
+prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+start=$(date +%s)
+cmake -S bench/gpu -B /tmp/build-gpu -G Ninja -DTRAINBENCH_BUNDLE="$bundle" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc >"$OUT/configure.log" 2>&1 || { log "configure failed"; tail -40 "$OUT/configure.log"; exit 1; }
+ninja -C /tmp/build-gpu -k 0 >"$OUT/build.log" 2>&1 || { log "build failed"; grep -E "error|Error" "$OUT/build.log" | head -60; exit 1; }
+log "built trainbench-worker in $(( $(date +%s) - start )) s"
+stages=${*:-lm nvml nccl resnet}
+want() { [[ " $stages " == *" $1 "* ]]; }
+
+torchlib=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+export LD_LIBRARY_PATH=$bundle/lib:$torchlib:${LD_LIBRARY_PATH:-}
+export TRAINBENCH_WORKER=/tmp/build-gpu/trainbench-worker
+tb=$bundle/bin/trainbench
+jobs=/tmp/gpu-jobs; mkdir -p $jobs
+
+# 1. bert-base / gpt2-small, C++ worker vs PyTorch eager (HF transformers), tokens/s.
+want lm && for model in bert-base gpt2-small; do
+  for precision in amp-bf16 fp32 amp-fp16; do
+    name=$model-$precision
+    sed "s/MODEL/$model/; s/PRECISION/$precision/; s/name: lm-gpu/name: $name/" bench/gpu/jobs/lm-gpu.yaml >$jobs/$name.yaml
+    log "worker $name"
+    timeout 240 $tb run $jobs/$name.yaml --json "$OUT/$name.json" >"$OUT/$name.txt" 2>"$OUT/$name.err"; echo "rc=$?" >>"$OUT/$name.txt"
+    cat "$OUT/$name.txt" | tee -a "$OUT/summary.txt" | tail -3
+    attns=eager; [ $precision = amp-bf16 ] && attns="eager sdpa"
+    for attn in $attns; do
+      log "pytorch $name attn=$attn"
+      timeout 240 python3 bench/pytorch_lm.py --model $model --precision $precision --attn $attn \
+        --batch 32 --seq 128 --warmup 10 --steps 50 --repeats 3 2>&1 | tail -3 | tee -a "$OUT/pytorch-lm.jsonl" "$OUT/summary.txt"
+    done
+  done
+done
+
+# 2. NVML gauges on /metrics while a run trains (one rank, port 9400).
+if want nvml; then
+log "nvml scrape"
+sed "s/MODEL/bert-base/; s/PRECISION/amp-bf16/; s/measureSteps: 50/measureSteps: 400/; s/name: lm-gpu/name: nvml/" \
+  bench/gpu/jobs/lm-gpu.yaml >$jobs/nvml.yaml
+TRAINBENCH_METRICS_PORT=9400 timeout 240 $tb run $jobs/nvml.yaml >"$OUT/nvml-run.txt" 2>&1 &
+run=$!
+python3 - <<'PY' | tee -a "$OUT/summary.txt"
+import time, urllib.request
+best = {}
+for _ in range(120):
+    time.sleep(0.5)
+    try:
+        text = urllib.request.urlopen("http://127.0.0.1:9400/metrics", timeout=2).read().decode()
+    except Exception:
+        continue
+    for line in text.splitlines():
+        if line.startswith("trainbench_gpu") or line.startswith("trainbench_device"):
+            name, _, value = line.rpartition(" ")
+            best[name] = max(best.get(name, float("-inf")), float(value))
+for k, v in sorted(best.items()):
+    print(k, v)
+print("gpu series seen:", len(best))
+PY
+wait $run; echo "nvml run rc=$?" | tee -a "$OUT/summary.txt"
+fi
+
+# 3. NCCL: DDP and the all-reduce benchmark at one rank.
+if want nccl; then
+  log "nccl"
+  timeout 300 $tb run bench/gpu/jobs/nccl-gpu.yaml --json "$OUT/nccl.json" >"$OUT/nccl.txt" 2>"$OUT/nccl.err"; echo "rc=$?" >>"$OUT/nccl.txt"
+  tee -a "$OUT/summary.txt" <"$OUT/nccl.txt"; tail -5 "$OUT/nccl.err"
+fi
+# 4. resnet50, no DDP and DDP (NCCL, one rank): C++ worker vs PyTorch's Python DDP.
+if want resnet; then
+  for precision in fp32 amp-bf16; do
+    sed "s/PRECISION/$precision/; s/name: resnet50-gpu/name: resnet50-$precision/" bench/gpu/jobs/resnet50-gpu.yaml >$jobs/resnet50-$precision.yaml
+    log "worker resnet50 $precision"
+    timeout 240 $tb run $jobs/resnet50-$precision.yaml --json "$OUT/resnet50-$precision.json" >"$OUT/resnet50-$precision.txt" 2>&1
+    grep -E "^ *1 GPUs -- .*p50" "$OUT/resnet50-$precision.txt" | head -2 | tee -a "$OUT/summary.txt"
+    for ddp in --no-ddp ""; do
+      log "pytorch resnet50 $precision ${ddp:-ddp}"
+      timeout 240 python3 bench/pytorch_ddp.py --model resnet50 --device cuda --precision $precision $ddp \
+        --batch 64 --warmup 10 --steps 50 --repeats 3 2>&1 | tail -2 | tee -a "$OUT/pytorch-resnet.jsonl" "$OUT/summary.txt"
+    done
+  done
+fi
+
+want fp16diag && bash bench/gpu/fp16_diag.sh
+log "done in $(( $(date +%s) - start )) s"
+tar -C "$OUT" -czf /tmp/gpu-checks.tar.gz . && mv /tmp/gpu-checks.tar.gz "$OUT/"

@@ -1,0 +1,166 @@
+#include "core/hybrid_ps_report.hpp"
+
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+
+#include "core/json_fields.hpp"
+
+namespace trainbench {
+
+namespace jf = json_fields;
+
+namespace {
+
+/// Percentiles of each repeat's values, median over the repeats; `what` names the list.
+Percentiles summarize(const std::vector<std::vector<double>>& per_repeat, const std::string& what) {
+  std::vector<Percentiles> ps;
+  for (std::size_t r = 0; r < per_repeat.size(); ++r) {
+    if (per_repeat[r].empty()) throw std::runtime_error(what + "[" + std::to_string(r) + "] is empty");
+    ps.push_back(percentiles(per_repeat[r]));
+  }
+  if (ps.empty()) throw std::runtime_error(what + " has no repeats");
+  return median_of(ps);
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string fmt_sec(double v) { return fmt(v < 0.01 ? "%.4fs" : "%.3fs", v); }
+std::string fmt_rate(double v) { return fmt(v >= 100 ? "%.0f/s" : "%.1f/s", v); }
+/// Service-scale times: milliseconds with three significant decimals.
+std::string fmt_ms(double seconds) { return fmt("%.3f ms", seconds * 1e3); }
+std::string fmt_mib(std::int64_t b) { return fmt("%.1f MiB", static_cast<double>(b) / (1024.0 * 1024.0)); }
+
+std::string pad_left(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
+std::string pad_right(const std::string& s, std::size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
+
+/// "  p50:  0.012s  2667/s  p75: ..." for a sec/iter and the examples per step behind it.
+std::string seed_cells(const Percentiles& sec, double examples_per_step) {
+  const double s[4] = {sec.p50, sec.p75, sec.p90, sec.p95};
+  const char* names[4] = {"p50:", "p75:", "p90:", "p95:"};
+  std::string out;
+  for (int i = 0; i < 4; ++i) {
+    out += "  " + std::string(names[i]) + pad_left(fmt_sec(s[i]), 9) +
+           pad_left(s[i] > 0 ? fmt_rate(examples_per_step / s[i]) : "-", 9);
+  }
+  return out;
+}
+
+std::string p50_p95(const Percentiles& p) { return "p50 " + fmt_ms(p.p50) + ", p95 " + fmt_ms(p.p95); }
+
+}  // namespace
+
+void summarize_hybrid_ps_run(const RunConfig& cfg, const RunResult& result, RunReport& run) {
+  const std::string where = "run " + std::to_string(cfg.index) + ": ";
+  if (static_cast<int>(result.servers.size()) != cfg.parameter_servers) {
+    throw std::runtime_error(where + "hybrid-ps result has " + std::to_string(result.servers.size()) +
+                             " parameter servers, the run has " + std::to_string(cfg.parameter_servers));
+  }
+  const std::size_t repeats = result.ranks.empty() ? 0 : result.ranks.front().step_seconds.size();
+  HybridPsReport hr;
+  hr.trainers = cfg.world_size();
+  hr.parameter_servers = cfg.parameter_servers;
+  for (std::size_t i = 0; i < result.servers.size(); ++i) {
+    const ServerResult& s = result.servers[i];
+    const std::string sp = where + "servers[" + std::to_string(i) + "].";
+    for (const auto* list : {&s.lookup_service_seconds, &s.lookup_queue_seconds, &s.update_seconds}) {
+      if (list->size() != repeats) {
+        throw std::runtime_error(sp + "timings cover " + std::to_string(list->size()) + " repeats, the trainers " +
+                                 std::to_string(repeats));
+      }
+    }
+    ServerReport r;
+    r.rank = s.rank;
+    r.server = s.server;
+    r.rows = s.rows;
+    r.lookups = s.lookups;
+    r.lookup_service_seconds = summarize(s.lookup_service_seconds, sp + "lookupServiceSeconds");
+    r.lookup_queue_seconds = summarize(s.lookup_queue_seconds, sp + "lookupQueueSeconds");
+    r.update_seconds = summarize(s.update_seconds, sp + "updateSeconds");
+    r.peak_memory_bytes = s.peak_memory_bytes;
+    hr.servers.push_back(r);
+  }
+  run.hybrid_ps = hr;
+}
+
+nlohmann::json to_json(const HybridPsReport& r) {
+  nlohmann::json servers = nlohmann::json::array();
+  for (const auto& s : r.servers) {
+    servers.push_back({{"rank", s.rank},
+                       {"server", s.server},
+                       {"rows", s.rows},
+                       {"lookups", s.lookups},
+                       {"lookupServiceSeconds", percentiles_json(s.lookup_service_seconds)},
+                       {"lookupQueueSeconds", percentiles_json(s.lookup_queue_seconds)},
+                       {"updateSeconds", percentiles_json(s.update_seconds)},
+                       {"peakMemoryBytes", s.peak_memory_bytes}});
+  }
+  return {{"trainers", r.trainers}, {"parameterServers", r.parameter_servers}, {"servers", servers}};
+}
+
+HybridPsReport hybrid_ps_report_from_json(const nlohmann::json& j, const std::string& path) {
+  jf::require_object(j, path);
+  HybridPsReport r;
+  r.trainers = static_cast<int>(jf::get_int(j, "trainers", path));
+  r.parameter_servers = static_cast<int>(jf::get_int(j, "parameterServers", path));
+  if (r.trainers < 1) throw std::runtime_error(path + ".trainers: must be >= 1");
+  if (r.parameter_servers < 1) throw std::runtime_error(path + ".parameterServers: must be >= 1");
+  const auto& servers = jf::get_array(j, "servers", path);
+  if (static_cast<int>(servers.size()) != r.parameter_servers) {
+    throw std::runtime_error(path + ".servers: " + std::to_string(servers.size()) + " entries for " +
+                             std::to_string(r.parameter_servers) + " parameter servers");
+  }
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const std::string sp = path + ".servers[" + std::to_string(i) + "]";
+    jf::require_object(servers[i], sp);
+    ServerReport s;
+    s.rank = static_cast<int>(jf::get_int(servers[i], "rank", sp));
+    s.server = static_cast<int>(jf::get_int(servers[i], "server", sp));
+    s.rows = jf::get_int(servers[i], "rows", sp);
+    s.lookups = jf::get_int(servers[i], "lookups", sp);
+    s.lookup_service_seconds =
+        percentiles_from_json(jf::member(servers[i], "lookupServiceSeconds", sp), sp + ".lookupServiceSeconds");
+    s.lookup_queue_seconds =
+        percentiles_from_json(jf::member(servers[i], "lookupQueueSeconds", sp), sp + ".lookupQueueSeconds");
+    s.update_seconds = percentiles_from_json(jf::member(servers[i], "updateSeconds", sp), sp + ".updateSeconds");
+    s.peak_memory_bytes = jf::get_int(servers[i], "peakMemoryBytes", sp);
+    r.servers.push_back(s);
+  }
+  return r;
+}
+
+std::string format_hybrid_ps_runs(const Report& report) {
+  std::ostringstream os;
+  const double batch = static_cast<double>(report.batch_size_per_device);
+  for (const auto& r : report.runs) {
+    if (r.phase != "Succeeded" || !r.hybrid_ps) continue;
+    const HybridPsReport& h = *r.hybrid_ps;
+    os << "\nDDP + parameter servers, " << r.devices_label << " -- " << r.label << ": " << h.trainers << " trainer"
+       << (h.trainers == 1 ? "" : "s") << ", " << h.parameter_servers << " parameter server"
+       << (h.parameter_servers == 1 ? "" : "s") << "\n(per trainer: sec/iter and examples/sec, median of repeats; "
+       << "All: every trainer's steps pooled,\nexamples/sec of all trainers together)\n\n";
+    os << pad_left("", 10);
+    for (int i = 0; i < 4; ++i) os << "  " << pad_left("sec/iter", 13) << pad_left("ex/sec", 9);
+    os << "\n";
+    for (std::size_t t = 0; t < r.ranks.size(); ++t) {
+      os << pad_right("Trainer" + std::to_string(r.ranks[t].rank) + ":", 10) << seed_cells(r.ranks[t].sec_per_iter, batch)
+         << "\n";
+    }
+    os << pad_right("All:", 10) << seed_cells(r.sec_per_iter, batch * static_cast<double>(r.ranks.size())) << "\n\n";
+    os << "Parameter servers (per lookup request: service = ids in hand -> partial sums sent, queue = arrival ->\n"
+       << "start of service; per step: update = applying every trainer's gradients to its rows):\n\n";
+    for (const auto& s : h.servers) {
+      os << pad_right("Server" + std::to_string(s.server) + ":", 10) << "rank " << s.rank << ", " << s.rows
+         << " rows, " << s.lookups << " lookups;  service " << p50_p95(s.lookup_service_seconds) << ";  queue "
+         << p50_p95(s.lookup_queue_seconds) << ";  update " << p50_p95(s.update_seconds) << ";  peak "
+         << fmt_mib(s.peak_memory_bytes) << "\n";
+    }
+  }
+  return os.str();
+}
+
+}  // namespace trainbench

@@ -1,0 +1,44 @@
+#pragma once
+// Pieces of the training loop (worker/train_loop.cpp) that other paradigm engines reuse
+// (worker/hybrid_ps.cpp): per-rank synthetic data, progress and parameter dumps, the DDP
+// reducer's set-up and the worker's /metrics.
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/run_config.hpp"
+#include "worker/ddp_reducer.hpp"
+#include "worker/metrics.hpp"
+#include "worker/models.hpp"
+#include "worker/process_group.hpp"
+#include "worker/rank_env.hpp"
+#include "worker/train_loop.hpp"
+
+namespace trainbench::worker {
+
+/// The batch data-parallel rank `rank` trains on, from a CPU generator seeded by (seed, rank) --
+/// independent of the global seed used for the model.
+SyntheticBatch rank_batch(const BenchModel& model, const RunConfig& c, int rank);
+
+/// Rewrites TRAINBENCH_PROGRESS_FILE atomically (format: worker/main.cpp).
+void write_progress(const std::string& path, const char* phase, int repeat, int repeats, int step, int steps,
+                    double seconds);
+
+/// TRAINBENCH_DUMP_PARAMS: `params` flattened in order, float32, to PREFIX.rank<R>.bin.
+void dump_parameters(const std::string& prefix, int rank, const std::vector<at::Tensor>& params);
+
+/// DDP's set-up over `comm`: broadcast of rank 0's parameters and buffers (when comm has more
+/// than one rank), then the bucketed reducer (c.ddp's bucket size and compression).
+std::unique_ptr<DdpReducer> make_ddp_reducer(const std::vector<at::Tensor>& params,
+                                             const std::vector<at::Tensor>& buffers, Communicator& comm,
+                                             const RunConfig& c);
+
+/// The rank's /metrics endpoint (nullptr unless TRAINBENCH_METRICS_PORT is set), labelled with
+/// `role` and `world` ranks, planned steps set.
+std::unique_ptr<WorkerMetrics> serve_worker_metrics(const RankEnv& env, const RunConfig& c, const WorkerOptions& o,
+                                                    const std::string& role, int world);
+
+}  // namespace trainbench::worker
