@@ -35,8 +35,12 @@ std::string fmt_rate(double v) { return fmt(v >= 100 ? "%.0f/s" : "%.1f/s", v); 
 std::string fmt_ms(double seconds) { return fmt("%.3f ms", seconds * 1e3); }
 std::string fmt_mib(std::int64_t b) { return fmt("%.1f MiB", static_cast<double>(b) / (1024.0 * 1024.0)); }
 
-std::string pad_left(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
-std::string pad_right(const std::string& s, std::size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
+std::string pad_left(const std::string& s, std::size_t w) {
+  return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
+}
+std::string pad_right(const std::string& s, std::size_t w) {
+  return s.size() >= w ? s : s + std::string(w - s.size(), ' ');
+}
 
 /// "  p50:  0.012s  2667/s  p75: ..." for a sec/iter and the examples per step behind it.
 std::string seed_cells(const Percentiles& sec, double examples_per_step) {
@@ -147,15 +151,15 @@ std::string format_hybrid_ps_runs(const Report& report) {
     for (int i = 0; i < 4; ++i) os << "  " << pad_left("sec/iter", 13) << pad_left("ex/sec", 9);
     os << "\n";
     for (std::size_t t = 0; t < r.ranks.size(); ++t) {
-      os << pad_right("Trainer" + std::to_string(r.ranks[t].rank) + ":", 10) << seed_cells(r.ranks[t].sec_per_iter, batch)
-         << "\n";
+      os << pad_right("Trainer" + std::to_string(r.ranks[t].rank) + ":", 10)
+         << seed_cells(r.ranks[t].sec_per_iter, batch) << "\n";
     }
     os << pad_right("All:", 10) << seed_cells(r.sec_per_iter, batch * static_cast<double>(r.ranks.size())) << "\n\n";
     os << "Parameter servers (per lookup request: service = ids in hand -> partial sums sent, queue = arrival ->\n"
        << "start of service; per step: update = applying every trainer's gradients to its rows):\n\n";
     for (const auto& s : h.servers) {
-      os << pad_right("Server" + std::to_string(s.server) + ":", 10) << "rank " << s.rank << ", " << s.rows
-         << " rows, " << s.lookups << " lookups;  service " << p50_p95(s.lookup_service_seconds) << ";  queue "
+      os << pad_right("Server" + std::to_string(s.server) + ":", 10) << "rank " << s.rank << ", " << s.rows << " rows, "
+         << s.lookups << " lookups;  service " << p50_p95(s.lookup_service_seconds) << ";  queue "
          << p50_p95(s.lookup_queue_seconds) << ";  update " << p50_p95(s.update_seconds) << ";  peak "
          << fmt_mib(s.peak_memory_bytes) << "\n";
     }

@@ -4,10 +4,12 @@
 # then the GPU checks of docs/performance.md, writing logs and JSON reports to $OUT.
 # Usage: bash bench/gpu/checks.sh [STAGE...]
 #   stages: lm nvml nccl resnet fp16diag (default: lm nvml nccl resnet)
-# Everything written to $OUT is also packed into $OUT/gpu-checks.tar.gz.
 set -uo pipefail
-OUT=${OUT:-/tmp/gpu-out}
-mkdir -p "$OUT"
+# Everything is written to a scratch folder and packed into $OUT/gpu-checks.tar.gz at the end
+# (with summary.txt beside it): the device tool brings back at most 8 files.
+RESULTS=${OUT:-/tmp/gpu-results}
+OUT=/tmp/gpu-out
+mkdir -p "$OUT" "$RESULTS"
 root=$(pwd)
 bundle=$root/.gpu
 log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
@@ -20,8 +22,8 @@ log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
 prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
 start=$(date +%s)
 cmake -S bench/gpu -B /tmp/build-gpu -G Ninja -DTRAINBENCH_BUNDLE="$bundle" -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc >"$OUT/configure.log" 2>&1 || { log "configure failed"; tail -40 "$OUT/configure.log"; exit 1; }
-ninja -C /tmp/build-gpu -k 0 >"$OUT/build.log" 2>&1 || { log "build failed"; grep -E "error|Error" "$OUT/build.log" | head -60; exit 1; }
+  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc >"$OUT/configure.log" 2>&1 || { log "configure failed"; tail -40 "$OUT/configure.log"; cp "$OUT/configure.log" "$RESULTS/"; exit 1; }
+ninja -C /tmp/build-gpu -k 0 >"$OUT/build.log" 2>&1 || { log "build failed"; grep -E "error|Error" "$OUT/build.log" | head -60; cp "$OUT/build.log" "$RESULTS/"; exit 1; }
 log "built trainbench-worker in $(( $(date +%s) - start )) s"
 stages=${*:-lm nvml nccl resnet}
 want() { [[ " $stages " == *" $1 "* ]]; }
@@ -99,4 +101,4 @@ fi
 
 want fp16diag && bash bench/gpu/fp16_diag.sh
 log "done in $(( $(date +%s) - start )) s"
-tar -C "$OUT" -czf /tmp/gpu-checks.tar.gz . && mv /tmp/gpu-checks.tar.gz "$OUT/"
+tar -C "$OUT" -czf "$RESULTS/gpu-checks.tar.gz" . && cp "$OUT/summary.txt" "$RESULTS/"

@@ -6,15 +6,18 @@ set -uo pipefail
 OUT=${OUT:-/tmp/gpu-out}; bundle=$(pwd)/.gpu
 torchlib=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
 export LD_LIBRARY_PATH=$bundle/lib:$torchlib TRAINBENCH_WORKER=/tmp/build-gpu/trainbench-worker TRAINBENCH_LOG_STEPS=1
-for model in bert-base gpt2-small; do
-  for case in amp-fp16 amp-bf16 amp-bf16-scaled; do
+steps=${STEPS:-30}
+for model in ${MODELS:-bert-base gpt2-small}; do
+  for case in ${CASES:-amp-fp16 amp-bf16 amp-bf16-scaled}; do
     precision=${case%-scaled}
-    sed "s/MODEL/$model/; s/PRECISION/$precision/; s/name: lm-gpu/name: diag/; s/measureSteps: 50/measureSteps: 30/; s/repeats: 3/repeats: 1/" \
+    sed "s/MODEL/$model/; s/PRECISION/$precision/; s/name: lm-gpu/name: diag/; s/measureSteps: 50/measureSteps: $steps/; s/repeats: 3/repeats: 1/" \
       bench/gpu/jobs/lm-gpu.yaml >/tmp/diag.yaml
     extra=(); [ "$case" = amp-bf16-scaled ] && extra=(env TRAINBENCH_TEST_LOSS_SCALE=65536)
     rm -rf /tmp/diag-logs
     "${extra[@]}" $bundle/bin/trainbench run /tmp/diag.yaml --keep-logs /tmp/diag-logs >/dev/null 2>&1
     echo "== $model $case rc=$?"
-    grep -h "step\|skipped" /tmp/diag-logs/*/rank-0.log | awk 'NR<=12 || NR%8==0' | tee "$OUT/diag-$model-$case.txt"
+    # the first steps, every 10th, and every change of the loss scale
+    grep -h "step\|skipped" /tmp/diag-logs/*/rank-0.log |
+      awk '{s=$NF} NR<=5 || NR%10==0 || s!=last || /skipped/ {print} {last=s}' | tee "$OUT/diag-$model-$case.txt"
   done
 done

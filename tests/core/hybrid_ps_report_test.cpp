@@ -82,7 +82,9 @@ TEST(HybridPsReport, SummarisesServersAndPrintsTheSeedTable) {
   EXPECT_NEAR(run.examples_per_sec.p50, 20.0 / run.sec_per_iter.p50, 1e-9);
 
   const std::string text = format_report(rep);
-  EXPECT_NE(text.find("DDP + parameter servers, 2 CPUs -- 1M/2G hybrid-ps: 2 trainers, 2 parameter servers"), std::string::npos) << text;
+  EXPECT_NE(text.find("DDP + parameter servers, 2 CPUs -- 1M/2G hybrid-ps: 2 trainers, 2 parameter servers"),
+            std::string::npos)
+      << text;
   // Per trainer: its own sec/iter and batch / sec/iter (10 / 0.1 = 100/s, 10 / 0.2 = 50.0/s).
   EXPECT_NE(text.find("Trainer0:   p50:   0.100s    100/s"), std::string::npos) << text;
   EXPECT_NE(text.find("Trainer1:   p50:   0.200s   50.0/s"), std::string::npos) << text;
