@@ -42,6 +42,11 @@ class BenchModel : public torch::nn::Module {
   virtual SyntheticBatch synthetic_batch(std::int64_t batch, at::Generator& gen) const;
   /// The training loss of a batch. Default: cross entropy of forward(inputs) against targets.
   virtual torch::Tensor loss(const torch::Tensor& inputs, const torch::Tensor& targets);
+  /// The loss of forward()'s output against targets, for a pipeline's last stage. Default: cross
+  /// entropy (class logits); the token models: their per-token loss.
+  virtual torch::Tensor output_loss(const torch::Tensor& output, const torch::Tensor& targets);
+  /// The dtype of forward()'s input: float, or int64 for models that take ids.
+  virtual at::ScalarType input_dtype() const { return at::kFloat; }
 };
 
 /// Names the registry knows: mlp, resnet18, resnet50, resnet101, resnext50_32x4d,

@@ -328,15 +328,31 @@ class Mlstm : public BenchModel {
     decoder_ = register_module("decoder", nn::Linear(hidden, kVocab));
   }
 
-  torch::Tensor forward(torch::Tensor ids) override {
-    const std::int64_t b = ids.size(0);
-    const std::int64_t s = ids.size(1);
-    torch::Tensor emb = embed_->forward(ids);  // [B, S, E]
+  torch::Tensor forward(torch::Tensor ids) override { return decoder_->forward(recurrence(embed_->forward(ids))); }
+  /// Pipeline blocks: the embedding, the multiplicative LSTM, the decoder.
+  std::vector<ModelBlock> blocks() override {
+    auto embed = embed_.ptr();
+    auto decoder = decoder_.ptr();
+    return {{"embedding", {embed}, [embed](torch::Tensor ids) { return embed->forward(ids); }},
+            {"mlstm",
+             {w_mx_.ptr(), w_mh_.ptr(), w_x_.ptr(), w_m_.ptr()},
+             [this](torch::Tensor emb) { return recurrence(emb); }},
+            {"decoder", {decoder}, [decoder](torch::Tensor h) { return decoder->forward(h); }}};
+  }
+  torch::Tensor output_loss(const torch::Tensor& output, const torch::Tensor& targets) override {
+    return token_loss(output, targets);
+  }
+  at::ScalarType input_dtype() const override { return at::kLong; }
+
+  /// emb [B, S, E] -> hidden states [B, S, H].
+  torch::Tensor recurrence(const torch::Tensor& emb) {
+    const std::int64_t b = emb.size(0);
+    const std::int64_t s = emb.size(1);
     // The input projections of all steps at once; the recurrence step by step.
     torch::Tensor mx_all = w_mx_->forward(emb);  // [B, S, H]
     torch::Tensor gx_all = w_x_->forward(emb);   // [B, S, 4H]
     torch::Tensor h = torch::zeros({b, hidden_}, mx_all.options());
-    torch::Tensor c = torch::zeros({b, hidden_}, torch::TensorOptions().dtype(torch::kFloat).device(ids.device()));
+    torch::Tensor c = torch::zeros({b, hidden_}, torch::TensorOptions().dtype(torch::kFloat).device(emb.device()));
     std::vector<torch::Tensor> outputs;
     outputs.reserve(static_cast<std::size_t>(s));
     for (std::int64_t t = 0; t < s; ++t) {
@@ -347,7 +363,7 @@ class Mlstm : public BenchModel {
       h = torch::sigmoid(g[2]) * torch::tanh(c);
       outputs.push_back(h);
     }
-    return decoder_->forward(torch::stack(outputs, 1));  // [B, S, 256]
+    return torch::stack(outputs, 1);
   }
   torch::Tensor loss(const torch::Tensor& inputs, const torch::Tensor& targets) override {
     return token_loss(forward(inputs), targets);
@@ -409,6 +425,25 @@ torch::Tensor HybridEmbeddingModel::sparse_forward(const torch::Tensor& ids) {
 torch::Tensor HybridEmbeddingModel::dense_forward(const torch::Tensor& features) { return dense_->forward(features); }
 
 torch::Tensor HybridEmbeddingModel::forward(torch::Tensor ids) { return dense_forward(sparse_forward(ids)); }
+
+std::vector<ModelBlock> HybridEmbeddingModel::blocks() {
+  std::vector<ModelBlock> out;
+  std::vector<std::shared_ptr<nn::Module>> tables;
+  for (const auto& t : tables_) tables.push_back(t.ptr());
+  out.push_back({"sparse", tables, [this](torch::Tensor ids) { return sparse_forward(ids); }});
+  // One block per Linear of the dense part, the ReLU that follows one inside its block.
+  const std::size_t n = dense_->size();
+  for (std::size_t i = 0; i < n; ++i) {
+    auto linear = std::dynamic_pointer_cast<nn::LinearImpl>(dense_->ptr(i));
+    if (!linear) continue;
+    const bool relu = i + 1 < n && std::dynamic_pointer_cast<nn::ReLUImpl>(dense_->ptr(i + 1)) != nullptr;
+    out.push_back({"dense." + std::to_string(i), {linear}, [linear, relu](torch::Tensor x) {
+                     x = linear->forward(x);
+                     return relu ? torch::relu(x) : x;
+                   }});
+  }
+  return out;
+}
 
 SyntheticBatch HybridEmbeddingModel::synthetic_batch(std::int64_t batch, at::Generator& gen) const {
   SyntheticBatch b;

@@ -47,6 +47,9 @@ class HybridEmbeddingModel : public BenchModel {
   torch::nn::Sequential& dense() { return dense_; }
   const HybridEmbeddingSpec& spec() const { return spec_; }
 
+  /// Pipeline blocks: the tables (ids -> concatenated bags), then each Linear of the dense part.
+  std::vector<ModelBlock> blocks() override;
+  at::ScalarType input_dtype() const override { return at::kLong; }
   std::vector<std::int64_t> example_shape() const override { return {spec_.num_tables, spec_.bag_size}; }
   std::int64_t num_classes() const override { return spec_.num_classes; }
   SyntheticBatch synthetic_batch(std::int64_t batch, at::Generator& gen) const override;

@@ -101,7 +101,7 @@ std::vector<int> stage_starts(const std::vector<std::int64_t>& block_parameters,
 }
 
 PipelineStage::PipelineStage(BenchModel& model, const RunConfig& config, Communicator& comm)
-    : comm_(comm), stage_(comm.rank()), stages_(comm.size()), micro_batches_(config.pipeline.micro_batches) {
+    : comm_(comm), model_(model), stage_(comm.rank()), stages_(comm.size()), micro_batches_(config.pipeline.micro_batches) {
   std::vector<ModelBlock> all = model.blocks();
   if (all.empty()) throw ConfigError("paradigm " + config.paradigm + ": model " + config.model + " cannot be split into stages");
   blocks_total_ = all.size();
@@ -121,7 +121,7 @@ PipelineStage::PipelineStage(BenchModel& model, const RunConfig& config, Communi
   {
     torch::NoGradGuard no_grad;
     model.eval();
-    at::Tensor x = at::zeros(with_batch(1, model.example_shape()), at::TensorOptions().dtype(at::kFloat));
+    at::Tensor x = at::zeros(with_batch(1, model.example_shape()), at::TensorOptions().dtype(model.input_dtype()));
     for (std::size_t i = 0; i < all.size(); ++i) {
       if (i == first) input_shape_.assign(x.sizes().begin() + 1, x.sizes().end());
       x = all[i].forward(x);
@@ -203,7 +203,7 @@ double PipelineStage::forward_backward(const at::Tensor& inputs, const at::Tenso
       y = x;
       for (const auto& b : blocks_) y = b.forward(y);
       if (last) {
-        y = torch::nn::functional::cross_entropy(y, targets.narrow(0, offsets[mi], sizes[mi])) *
+        y = model_.output_loss(y, targets.narrow(0, offsets[mi], sizes[mi])) *
             (static_cast<double>(sizes[mi]) / static_cast<double>(batch));
       }
     }

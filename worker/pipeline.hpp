@@ -53,6 +53,7 @@ class PipelineStage {
 
  private:
   Communicator& comm_;
+  BenchModel& model_;  ///< its output_loss on the last stage
   int stage_ = 0;
   int stages_ = 1;
   int micro_batches_ = 1;

@@ -211,12 +211,23 @@ TEST_P(StageCorrectness, MatchesTheUnsplitModel) {
   c.pipeline.micro_batches = tc.micro_batches;
   c.pipeline.boundaries = tc.boundaries;
   std::int64_t expected_total = kMlpParameters;
-  if (tc.model != "mlp") {
+  if (tc.model == "resnet18") {
     c.model = tc.model;
     c.image_size = 32;
     c.batch_size_per_device = 4;
     c.measure_steps = 2;
-    expected_total = 11689512;  // resnet18
+    expected_total = 11689512;
+  } else if (tc.model == "hybrid-embedding") {
+    c.model = tc.model;  // the seed's HybridModel at its defaults
+    expected_total = 328424;
+  } else if (tc.model == "mlstm") {
+    c.model = tc.model;
+    c.mlstm.hidden_size = 64;
+    c.mlstm.embedding_size = 16;
+    c.sequence_length = 8;
+    c.batch_size_per_device = 4;
+    // embedding 256x16, w_mx 16x64, w_mh 64x64, w_x 16x256 + 256, w_m 64x256, decoder 64x256 + 256
+    expected_total = 4096 + 1024 + 4096 + 4352 + 16384 + 16640;
   }
   std::vector<std::vector<float>> stages;
   const RunResult result = run_and_dump(c, dir, "split", stages);
@@ -271,10 +282,15 @@ INSTANTIATE_TEST_SUITE_P(
                       StageCase{"pipeline", "mlp", 2, 3, {}, 1e-5},
                       StageCase{"pipeline", "mlp", 3, 4, {1, 3}, 1e-5},
                       StageCase{"pipeline", "mlp", 4, 16, {}, 1e-5},
-                      StageCase{"model-parallel", "resnet18", 2, 1, {5}, 1e-5}),
+                      StageCase{"model-parallel", "resnet18", 2, 1, {5}, 1e-5},
+                      // ids in, token loss out (mlstm); ids in, the tables a stage of their own
+                      StageCase{"model-parallel", "mlstm", 2, 1, {}, 1e-5},
+                      StageCase{"pipeline", "hybrid-embedding", 2, 2, {1}, 1e-5}),
     [](const auto& tc_info) {
       std::string name = tc_info.param.paradigm == "pipeline" ? "Pipeline" : "ModelParallel";
-      return name + "_" + tc_info.param.model + "_" + std::to_string(tc_info.param.stages) + "Stages" +
+      std::string model = tc_info.param.model;
+      std::replace(model.begin(), model.end(), '-', '_');
+      return name + "_" + model + "_" + std::to_string(tc_info.param.stages) + "Stages" +
              std::to_string(tc_info.param.micro_batches) + "Micro";
     });
 
