@@ -63,6 +63,9 @@ wait_for 30 curl -sf "$PROM/-/ready" || fail "prometheus did not start: $(tail -
 query() { curl -sf --data-urlencode "query=$1" "$PROM/api/v1/query" | jq -c '.data.result'; }
 # scalar PROMQL: the single value of an instant query ("" when none).
 scalar() { curl -sf --data-urlencode "query=$1" "$PROM/api/v1/query" | jq -r '.data.result[0].value[1] // ""'; }
+# scalar_is PROMQL VALUE: for wait_for, which re-runs it (a "$(scalar ...)" argument would be
+# evaluated once, before the wait).
+scalar_is() { [ "$(scalar "$1")" = "$2" ]; }
 # approx A B TOL: |A-B| <= TOL*|B|.
 approx() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; if (b < 0) b = -b; exit !(d <= t * b) }'; }
 
@@ -106,7 +109,7 @@ curl -sf "http://$OP_METRICS/metrics" >"$WORK/operator.prom" || fail "scraping t
 wait_for 300 phase_is "$JOB" Succeeded || fail "job did not succeed: $(kc get bj $JOB -o jsonpath='{.status}')"
 # The last values of run 1's workers reach Prometheus while they linger.
 sel="benchmark_job=\"$JOB\""
-wait_for 60 test "$(scalar "count(last_over_time(trainbench_steps_total{$sel,run=\"1\"}[10m]) == $((WARMUP + REPEATS * MEASURE)))")" = 2 ||
+wait_for 60 scalar_is "count(last_over_time(trainbench_steps_total{$sel,run=\"1\"}[10m]) == $((WARMUP + REPEATS * MEASURE)))" 2 ||
   fail "Prometheus never saw run 1 finish: $(query "last_over_time(trainbench_steps_total{$sel}[10m])")"
 
 # Every documented worker and operator metric is in Prometheus (GPU ones need a GPU).
@@ -160,11 +163,11 @@ awk -v b="$(scalar "min(last_over_time(trainbench_allreduce_bytes_total{$sel,run
 [ "$(scalar 'trainbench_operator_runs_started_total')" = 2 ] || fail "runs started: $(query trainbench_operator_runs_started_total)"
 [ "$(scalar 'trainbench_operator_runs_succeeded_total')" = 2 ] || fail "runs succeeded"
 [ "$(scalar 'trainbench_operator_runs_failed_total')" = 0 ] || fail "runs failed"
-wait_for 10 test "$(scalar 'trainbench_operator_benchmarkjobs{phase="Succeeded"}')" = 1 || fail "jobs by phase: $(query trainbench_operator_benchmarkjobs)"
+wait_for 10 scalar_is 'trainbench_operator_benchmarkjobs{phase="Succeeded"}' 1 || fail "jobs by phase: $(query trainbench_operator_benchmarkjobs)"
 [ "$(scalar 'trainbench_operator_leader')" = 1 ] || fail "leader"
 [ "$(scalar 'trainbench_operator_informers_synced')" = 1 ] || fail "informers synced"
 audit_pods=$(pods_created | wc -l)
-wait_for 10 test "$(scalar 'sum(trainbench_operator_api_requests_total{verb="create",resource="pods",code="201"})')" = "$audit_pods" ||
+wait_for 10 scalar_is 'sum(trainbench_operator_api_requests_total{verb="create",resource="pods",code="201"})' "$audit_pods" ||
   fail "pods created: operator says $(scalar 'sum(trainbench_operator_api_requests_total{verb="create",resource="pods",code="201"})'), audit log $audit_pods"
 audit_patches=$(jq -r 'select(.verb == "patch" and .resource == "benchmarkjobs" and .subresource == "status" and .code == 200) | .name' "$WORK/sim/audit.log" | wc -l)
 [ "$(scalar 'sum(trainbench_operator_api_requests_total{verb="patch",resource="benchmarkjobs/status",code="200"})')" = "$audit_patches" ] ||
