@@ -3,7 +3,7 @@
 # bench/gpu/bundle.sh carried): builds trainbench-worker against the machine's own CUDA libtorch,
 # then the GPU checks of docs/performance.md, writing logs and JSON reports to $OUT.
 # Usage: bash bench/gpu/checks.sh [STAGE...]
-#   stages: lm nvml nccl resnet fp16diag (default: lm nvml nccl resnet)
+#   stages: lm nvml nccl resnet compress fp16diag (default: lm nvml nccl resnet compress)
 set -uo pipefail
 # Everything is written to a scratch folder and packed into $OUT/gpu-checks.tar.gz at the end
 # (with summary.txt beside it): the device tool brings back at most 8 files.
@@ -25,7 +25,7 @@ cmake -S bench/gpu -B /tmp/build-gpu -G Ninja -DTRAINBENCH_BUNDLE="$bundle" -DCM
   -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc >"$OUT/configure.log" 2>&1 || { log "configure failed"; tail -40 "$OUT/configure.log"; cp "$OUT/configure.log" "$RESULTS/"; exit 1; }
 ninja -C /tmp/build-gpu -k 0 >"$OUT/build.log" 2>&1 || { log "build failed"; grep -E "error|Error" "$OUT/build.log" | head -60; cp "$OUT/build.log" "$RESULTS/"; exit 1; }
 log "built trainbench-worker in $(( $(date +%s) - start )) s"
-stages=${*:-lm nvml nccl resnet}
+stages=${*:-lm nvml nccl resnet compress}
 want() { [[ " $stages " == *" $1 "* ]]; }
 
 torchlib=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
@@ -97,6 +97,29 @@ if want resnet; then
         --batch 64 --warmup 10 --steps 50 --repeats 3 2>&1 | tail -2 | tee -a "$OUT/pytorch-resnet.jsonl" "$OUT/summary.txt"
     done
   done
+fi
+
+# 5. DDP gradient compression through NCCL: parameters after 20 steps, fp16 / bf16 vs none.
+if want compress; then
+  log "gradient compression"
+  for case in none:0.01 fp16:0.01 bf16:0.01 initial:1e-30; do
+    comp=${case%%:*}; lr=${case#*:}; [ "$comp" = initial ] && comp=none
+    sed "s/COMPRESSION/$comp/; s/LR/$lr/" bench/gpu/jobs/compression-gpu.yaml >$jobs/c-${case%%:*}.yaml
+    TRAINBENCH_DUMP_PARAMS=$OUT/params-${case%%:*} timeout 120 $tb run $jobs/c-${case%%:*}.yaml >"$OUT/c-${case%%:*}.txt" 2>&1
+    echo "${case%%:*} rc=$?" | tee -a "$OUT/summary.txt"
+  done
+  python3 - <<'PY' | tee -a "$OUT/summary.txt"
+import os
+import numpy as np
+out = os.environ["OUT"]
+load = lambda c: np.fromfile(f"{out}/params-{c}.rank0.bin", dtype="<f4").astype(np.float64)
+ref, init = load("none"), load("initial")
+moved = np.abs(ref - init).max()
+print(f"parameters {ref.size}, max |none - initial| = {moved:.3e}")
+for c in ("fp16", "bf16"):
+    d = np.abs(load(c) - ref)
+    print(f"{c}: max |{c} - none| = {d.max():.3e} ({d.max() / moved:.2e} of the largest move), mean {d.mean():.3e}")
+PY
 fi
 
 want fp16diag && bash bench/gpu/fp16_diag.sh
