@@ -37,6 +37,9 @@
 //                                        generate (the global batch DDP must be equivalent to)
 //                                        (paradigm hybrid-ps: one process holding the whole
 //                                        model, tables with plain SGD, worker/hybrid_ps.hpp)
+//   TRAINBENCH_TEST_NO_DROPOUT=1         bert-base / gpt2-small without dropout (a split model's
+//                                        stages draw their masks from their own generators, so
+//                                        only without it does it equal the unsplit model)
 //   TRAINBENCH_HYBRID_PS_FAULT_RANK=R    paradigm hybrid-ps: rank R kills itself (SIGKILL) at
 //                                        the start of its first measured step
 //   (hybrid-ps dumps: a trainer writes its dense parameters, a server its rows of every table,

@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <limits>
 #include <utility>
 
@@ -16,7 +18,15 @@ namespace nn = torch::nn;
 namespace F = torch::nn::functional;
 
 constexpr double kInitStd = 0.02;  // BERT's and GPT-2's initializer_range
-constexpr double kDropout = 0.1;   // BERT's and GPT-2's hidden/attention dropout
+constexpr double kDefaultDropout = 0.1;  // BERT's and GPT-2's hidden/attention dropout
+
+/// The dropout probability: 0.1, or 0 under TRAINBENCH_TEST_NO_DROPOUT=1 (tests comparing a split
+/// model with the unsplit one: the stages draw their masks from their own generators).
+double dropout_probability() {
+  const char* off = std::getenv("TRAINBENCH_TEST_NO_DROPOUT");
+  return off != nullptr && std::string(off) == "1" ? 0.0 : kDefaultDropout;
+}
+const double kDropout = dropout_probability();
 constexpr std::int64_t kIgnoreIndex = -100;
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -180,13 +190,27 @@ class Gpt2 : public BenchModel {
   }
 
   torch::Tensor forward(torch::Tensor ids) override {
-    torch::Tensor pos = torch::arange(ids.size(1), torch::TensorOptions().dtype(torch::kLong).device(ids.device()));
-    torch::Tensor x = wte_->forward(ids) + wpe_->forward(pos).unsqueeze(0);
-    x = F::dropout(x, F::DropoutFuncOptions().p(kDropout).training(is_training()));
+    torch::Tensor x = embed(ids);
     for (const auto& layer : *layers_) x = layer->as<TransformerLayer>()->forward(x);
-    x = layer_norm(ln_f_, x);
-    return F::linear(x, wte_->weight);  // tied LM head
+    return head(x);
   }
+  /// Pipeline blocks: the embeddings, each layer, the head (final LayerNorm and the LM head,
+  /// which is the token embedding: that weight is tied across the first and the last block).
+  std::vector<ModelBlock> blocks() override {
+    std::vector<ModelBlock> out;
+    out.push_back({"embeddings", {wte_.ptr(), wpe_.ptr()}, [this](torch::Tensor ids) { return embed(ids); }});
+    for (std::size_t i = 0; i < layers_->size(); ++i) {
+      std::shared_ptr<nn::Module> layer = layers_->ptr(i);
+      out.push_back({"h." + std::to_string(i), {layer},
+                     [layer](torch::Tensor x) { return layer->as<TransformerLayer>()->forward(x); }});
+    }
+    out.push_back({"head", {ln_f_.ptr(), wte_.ptr()}, [this](torch::Tensor x) { return head(x); }});
+    return out;
+  }
+  torch::Tensor output_loss(const torch::Tensor& output, const torch::Tensor& targets) override {
+    return token_loss(output, targets);
+  }
+  at::ScalarType input_dtype() const override { return at::kLong; }
   torch::Tensor loss(const torch::Tensor& inputs, const torch::Tensor& targets) override {
     return token_loss(forward(inputs), targets);
   }
@@ -197,6 +221,13 @@ class Gpt2 : public BenchModel {
   }
 
  private:
+  torch::Tensor embed(const torch::Tensor& ids) {
+    torch::Tensor pos = torch::arange(ids.size(1), torch::TensorOptions().dtype(torch::kLong).device(ids.device()));
+    torch::Tensor x = wte_->forward(ids) + wpe_->forward(pos).unsqueeze(0);
+    return F::dropout(x, F::DropoutFuncOptions().p(kDropout).training(is_training()));
+  }
+  torch::Tensor head(const torch::Tensor& x) { return F::linear(layer_norm(ln_f_, x), wte_->weight); }  // tied
+
   TransformerShape shape_;
   std::int64_t seq_len_;
   nn::Embedding wte_{nullptr}, wpe_{nullptr};

@@ -1,5 +1,8 @@
 #include "worker/pipeline.hpp"
 
+#include <map>
+#include <set>
+
 #include <torch/torch.h>
 
 #include <malloc.h>
@@ -129,23 +132,93 @@ PipelineStage::PipelineStage(BenchModel& model, const RunConfig& config, Communi
     }
     model.train();
   }
-  // Keep this stage's blocks; free the others' tensors.
+  // Tensors of more than one block (a tied weight: GPT-2's token embedding is also its LM head)
+  // may lie on several stages: each keeps a copy, the copies' gradients are summed after every
+  // backward (sync_shared_gradients), and the first stage holding one owns it (counts it).
+  auto stage_of = [&](std::size_t block) {
+    int s = 0;
+    while (s + 1 < stages_ && static_cast<std::size_t>(starts_[static_cast<std::size_t>(s) + 1]) <= block) ++s;
+    return s;
+  };
+  std::map<const void*, std::set<int>> holders;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    for (const auto& t : block_tensors(all[i], true)) holders[t.unsafeGetTensorImpl()].insert(stage_of(i));
+  }
+  std::set<const void*> mine;
+  for (std::size_t i = first; i < last; ++i) {
+    for (bool params : {true, false}) {
+      for (const auto& t : block_tensors(all[i], params)) mine.insert(t.unsafeGetTensorImpl());
+    }
+  }
+  // Keep this stage's blocks; free the others' tensors (not those this stage also holds).
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (i >= first && i < last) {
       blocks_.push_back(all[i]);
       continue;
     }
     for (bool params : {true, false}) {
-      for (auto& t : block_tensors(all[i], params)) t.set_data(at::empty({0}, t.options()));
+      for (auto& t : block_tensors(all[i], params)) {
+        if (mine.count(t.unsafeGetTensorImpl()) == 0) t.set_data(at::empty({0}, t.options()));
+      }
     }
+  }
+  for (const auto& t : parameters()) {
+    const std::set<int>& h = holders[t.unsafeGetTensorImpl()];
+    if (h.size() < 2) continue;
+    SharedTensor s;
+    s.tensor = t;
+    for (int o : h) {
+      if (o != stage_) s.peers.push_back(o);
+    }
+    s.owned = *h.begin() == stage_;
+    shared_.push_back(s);
   }
   release_memory_and_reset_peak();
 }
 
+std::vector<at::Tensor> PipelineStage::owned_parameters() const {
+  std::vector<at::Tensor> out;
+  for (const auto& t : parameters()) {
+    bool owned = true;
+    for (const auto& s : shared_) {
+      if (s.tensor.is_same(t)) owned = s.owned;
+    }
+    if (owned) out.push_back(t);
+  }
+  return out;
+}
+
+void PipelineStage::sync_shared_gradients() {
+  // Every holder sends its gradient to every other holder and adds theirs: all copies get the
+  // same sum (in stage order, so the copies stay bit-identical) and take the same optimizer step.
+  constexpr int kSharedTagBase = 1 << 20;
+  for (std::size_t k = 0; k < shared_.size(); ++k) {
+    SharedTensor& s = shared_[k];
+    at::Tensor mine = s.tensor.grad().defined() ? s.tensor.grad().contiguous() : at::zeros_like(s.tensor);
+    std::vector<PendingCollective> sends;
+    std::map<int, at::Tensor> theirs;
+    std::vector<PendingCollective> recvs;
+    for (int peer : s.peers) {
+      sends.push_back(comm_.send(mine, peer, kSharedTagBase + static_cast<int>(k)));
+      theirs[peer] = at::empty_like(mine);
+      recvs.push_back(comm_.recv(theirs[peer], peer, kSharedTagBase + static_cast<int>(k)));
+    }
+    for (auto& r : recvs) r.wait();
+    for (auto& w : sends) w.wait();
+    theirs[stage_] = mine;
+    at::Tensor sum = at::zeros_like(mine);
+    for (auto& [stage, g] : theirs) sum.add_(g);  // std::map: stage order
+    s.tensor.mutable_grad() = sum;
+  }
+}
+
 std::vector<at::Tensor> PipelineStage::parameters() const {
   std::vector<at::Tensor> out;
+  std::set<const void*> seen;
   for (const auto& b : blocks_) {
-    for (auto& t : block_tensors(b, true)) out.push_back(t);
+    for (auto& t : block_tensors(b, true)) {
+      if (seen.insert(t.unsafeGetTensorImpl()).second) out.push_back(t);
+    }
   }
   return out;
 }
@@ -231,6 +304,7 @@ double PipelineStage::forward_backward(const at::Tensor& inputs, const at::Tenso
     ins[mi] = at::Tensor();
   }
   for (auto& s : sends) timed_wait(s);
+  sync_shared_gradients();
   last_wait_ = wait;
   return last ? loss_sum : 0.0;
 }

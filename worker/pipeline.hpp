@@ -28,8 +28,13 @@ class PipelineStage {
  public:
   PipelineStage(BenchModel& model, const RunConfig& config, Communicator& comm);
 
-  /// This stage's parameters / buffers, in block order (the model's registration order).
+  /// This stage's parameters / buffers, in block order (the model's registration order). A
+  /// weight tied between blocks on several stages (GPT-2's token embedding and LM head) is in
+  /// each of those stages' parameters(): the copies get the summed gradient and the same step.
   std::vector<at::Tensor> parameters() const;
+  /// parameters() without tied copies that an earlier stage owns: the stages' owned parameters
+  /// add up to the model's, once each (for counting and dumps).
+  std::vector<at::Tensor> owned_parameters() const;
   std::vector<at::Tensor> buffers() const;
 
   /// One step's forward and backward over all micro-batches of `inputs` / `targets` (the same
@@ -63,6 +68,13 @@ class PipelineStage {
   std::vector<std::int64_t> input_shape_;   ///< per example, of this stage's input
   std::vector<std::int64_t> output_shape_;  ///< per example, of this stage's output
   double last_wait_ = 0;
+  struct SharedTensor {
+    at::Tensor tensor;
+    std::vector<int> peers;  ///< the other stages holding a copy
+    bool owned = false;      ///< this is the first stage holding it
+  };
+  std::vector<SharedTensor> shared_;
+  void sync_shared_gradients();
 };
 
 }  // namespace trainbench::worker

@@ -204,8 +204,10 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   if (pipelined) stage = std::make_unique<PipelineStage>(*model, c, *comm);
   const std::vector<torch::Tensor> params = stage ? stage->parameters() : model->parameters();
   const std::vector<torch::Tensor> buffers = stage ? stage->buffers() : model->buffers();
+  // Counted and dumped: a weight tied across stages once, on the first stage holding it.
+  const std::vector<torch::Tensor> owned_params = stage ? stage->owned_parameters() : params;
   std::int64_t rank_parameter_count = 0;
-  for (const auto& p : params) rank_parameter_count += p.numel();
+  for (const auto& p : owned_params) rank_parameter_count += p.numel();
 
   std::unique_ptr<DdpReducer> reducer;
   if (ddp) reducer = make_ddp_reducer(params, buffers, *comm, c);
@@ -341,7 +343,7 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
     std::cerr << "trainbench-worker: loss scaling skipped " << scaler->skipped_steps() << " of " << step_number
               << " steps (inf/NaN gradients); final scale " << scaler->scale() << "\n";
   }
-  if (!o.dump_params_prefix.empty()) dump_parameters(o.dump_params_prefix, env.rank, params);
+  if (!o.dump_params_prefix.empty()) dump_parameters(o.dump_params_prefix, env.rank, owned_params);
 
   // pipeline: the loss lives on the last stage; every rank reports it.
   if (stage) {
