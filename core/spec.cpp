@@ -873,10 +873,6 @@ std::vector<FieldError> validate(const BenchmarkJob& job) {
                                                ") for paradigm pipeline (" + p + "), got " +
                                                std::to_string(b.pipeline.micro_batches));
     }
-    if (staged && b.model == "bert-base") {
-      c.add(bp + ".model", "paradigm " + paradigm + " (" + p + ") cannot split " + b.model +
-                               " into stages yet (its pre-training heads need the pooled and the sequence output)");
-    }
     const long long stages = static_cast<long long>(e.nodes) * e.devices_per_node;
     if (staged && !b.pipeline.boundaries.empty() &&
         static_cast<long long>(b.pipeline.boundaries.size()) + 1 != stages) {

@@ -255,17 +255,28 @@ class BertEncoder : public nn::Module {
   /// ids [B, S] -> (sequence output [B, S, h], pooled output [B, h]). Token types: the first
   /// half of each sequence is segment A, the rest segment B.
   std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& ids) {
+    torch::Tensor x = embed(ids);
+    for (const auto& layer : *layers_) x = layer->as<TransformerLayer>()->forward(x);
+    return {x, pool(x)};
+  }
+  /// ids [B, S] -> the embeddings' output [B, S, h].
+  torch::Tensor embed(const torch::Tensor& ids) {
     const std::int64_t s = ids.size(1);
     auto opts = torch::TensorOptions().dtype(torch::kLong).device(ids.device());
     torch::Tensor pos = torch::arange(s, opts);
     torch::Tensor types = (pos >= (s + 1) / 2).to(torch::kLong);
     torch::Tensor x = word_->forward(ids) + (position_->forward(pos) + token_type_->forward(types)).unsqueeze(0);
-    x = F::dropout(layer_norm(ln_, x), F::DropoutFuncOptions().p(kDropout).training(is_training()));
-    for (const auto& layer : *layers_) x = layer->as<TransformerLayer>()->forward(x);
-    torch::Tensor pooled = torch::tanh(pooler_->forward(x.select(1, 0)));
-    return {x, pooled};
+    return F::dropout(layer_norm(ln_, x), F::DropoutFuncOptions().p(kDropout).training(is_training()));
   }
+  /// The pooler: tanh(Linear) of the first token.
+  torch::Tensor pool(const torch::Tensor& sequence) { return torch::tanh(pooler_->forward(sequence.select(1, 0))); }
   const torch::Tensor& word_embeddings() const { return word_->weight; }
+  std::vector<std::shared_ptr<nn::Module>> embedding_modules() const {
+    return {word_.ptr(), position_.ptr(), token_type_.ptr(), ln_.ptr()};
+  }
+  std::shared_ptr<nn::Module> word_module() const { return word_.ptr(); }
+  std::shared_ptr<nn::Module> pooler_module() const { return pooler_.ptr(); }
+  const nn::ModuleList& layers() const { return layers_; }
 
  private:
   nn::Embedding word_{nullptr}, position_{nullptr}, token_type_{nullptr};
@@ -320,6 +331,31 @@ class Bert : public BenchModel {
     return token_loss(mlm, mlm_targets) +
            F::cross_entropy(head_->nsp_logits(pooled).to(torch::kFloat), nsp_targets);
   }
+  /// Pipeline blocks: the embeddings, each layer, then the pooler and both heads, whose MLM
+  /// decoder is the word embedding (tied across the first and the last block). The last block's
+  /// output packs both heads' logits per example: [B, S x vocab + 2] (output_loss unpacks it).
+  std::vector<ModelBlock> blocks() override {
+    std::vector<ModelBlock> out;
+    out.push_back({"embeddings", bert_->embedding_modules(), [this](torch::Tensor ids) { return bert_->embed(ids); }});
+    for (std::size_t i = 0; i < bert_->layers()->size(); ++i) {
+      std::shared_ptr<nn::Module> layer = bert_->layers()->ptr(i);
+      out.push_back({"layer." + std::to_string(i), {layer},
+                     [layer](torch::Tensor x) { return layer->as<TransformerLayer>()->forward(x); }});
+    }
+    out.push_back({"heads", {bert_->pooler_module(), head_, bert_->word_module()}, [this](torch::Tensor x) {
+                     torch::Tensor mlm = head_->mlm_logits(x, bert_->word_embeddings());
+                     torch::Tensor nsp = head_->nsp_logits(bert_->pool(x));
+                     return torch::cat({mlm.reshape({x.size(0), -1}), nsp.to(mlm.scalar_type())}, 1);
+                   }});
+    return out;
+  }
+  torch::Tensor output_loss(const torch::Tensor& output, const torch::Tensor& targets) override {
+    const std::int64_t tokens = seq_len_ * shape_.vocab_size;
+    torch::Tensor mlm = output.narrow(1, 0, tokens).reshape({output.size(0), seq_len_, shape_.vocab_size});
+    return token_loss(mlm, targets.slice(1, 0, seq_len_)) +
+           F::cross_entropy(output.narrow(1, tokens, 2).to(torch::kFloat), targets.select(1, seq_len_));
+  }
+  at::ScalarType input_dtype() const override { return at::kLong; }
   std::vector<std::int64_t> example_shape() const override { return {seq_len_}; }
   std::int64_t num_classes() const override { return shape_.vocab_size; }
   SyntheticBatch synthetic_batch(std::int64_t batch, at::Generator& gen) const override {

@@ -236,6 +236,15 @@ TEST_P(StageCorrectness, MatchesTheUnsplitModel) {
     c.batch_size_per_device = 6;
     // wte 100x32 (also the LM head, counted once), wpe 16x32, 2 layers of 8544, ln_f 64
     expected_total = 3200 + 512 + 2 * 8544 + 64;
+  } else if (tc.model == "bert-base") {
+    c.model = tc.model;
+    c.transformer = {2, 32, 2, 64, 120, 16};
+    c.sequence_length = 8;
+    c.batch_size_per_device = 6;
+    // embeddings 120x32 + 16x32 + 2x32 + LayerNorm 64 (the word embedding is also the MLM
+    // decoder, counted once), 2 layers of 8544, pooler 1056, heads: bias 120, transform 1056,
+    // LayerNorm 64, next sentence 66
+    expected_total = 3840 + 512 + 64 + 64 + 2 * 8544 + 1056 + 120 + 1056 + 64 + 66;
   }
   // The split model's stages draw dropout masks from their own generators: compare without it.
   const std::map<std::string, std::string> env = {{"TRAINBENCH_TEST_NO_DROPOUT", "1"}};
@@ -272,8 +281,10 @@ TEST_P(StageCorrectness, MatchesTheUnsplitModel) {
     EXPECT_EQ(rk.parameter_count, static_cast<std::int64_t>(stages[static_cast<std::size_t>(r)].size()));
     EXPECT_GE(rk.bubble_fraction, 0.0);
     EXPECT_LT(rk.bubble_fraction, 1.0);
-    // gpt2's last stage also steps its copy of the tied token embedding (counted on stage 0).
-    const std::int64_t tied_copy = tc.model == "gpt2-small" && r == tc.stages - 1 ? 100 * 32 : 0;
+    // The last stage also steps its copy of the tied word embedding (counted on stage 0).
+    std::int64_t tied_copy = 0;
+    if (r == tc.stages - 1 && tc.model == "gpt2-small") tied_copy = 100 * 32;
+    if (r == tc.stages - 1 && tc.model == "bert-base") tied_copy = 120 * 32;
     EXPECT_EQ(rk.optimizer_state_bytes, 4 * (rk.parameter_count + tied_copy))
         << "SGD momentum of the stage's parameters";
     EXPECT_GT(rk.final_loss, 0);
@@ -301,7 +312,10 @@ INSTANTIATE_TEST_SUITE_P(
                       StageCase{"pipeline", "hybrid-embedding", 2, 2, {1}, 1e-5},
                       // the token embedding tied to the LM head across the first and last stage
                       StageCase{"model-parallel", "gpt2-small", 2, 1, {}, 1e-5},
-                      StageCase{"pipeline", "gpt2-small", 3, 2, {}, 1e-5}),
+                      StageCase{"pipeline", "gpt2-small", 3, 2, {}, 1e-5},
+                      // bert: one micro-batch (the masked-LM loss is a mean over the batch's
+                      // masked tokens, which micro-batches would weight differently)
+                      StageCase{"model-parallel", "bert-base", 3, 1, {}, 1e-5}),
     [](const auto& tc_info) {
       std::string name = tc_info.param.paradigm == "pipeline" ? "Pipeline" : "ModelParallel";
       std::string model = tc_info.param.model;
