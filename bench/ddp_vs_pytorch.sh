@@ -29,9 +29,7 @@ declare -A PYARGS=([mlp]="--mlp-input 1024 --mlp-hidden 4096 4096 --mlp-classes 
 declare -A SHAPE=([mlp]="mlp 1024-4096-4096-1000" [resnet18]="resnet18 224 px")
 
 p50() { $PY -c 'import json,sys; print("%.4f" % json.loads(sys.stdin.read().strip().splitlines()[-1])["secPerIter"]["p50"])'; }
-# median and range of a space-separated list
-summary() { $PY -c 'import sys, statistics as s; v=[float(x) for x in sys.argv[1:]]; print("%.4f (%.4f-%.4f)" % (s.median(v), min(v), max(v)))' "$@"; }
-median() { $PY -c 'import sys, statistics as s; print("%.4f" % s.median(float(x) for x in sys.argv[1:]))' "$@"; }
+source "$(dirname "$0")/lib.sh"
 
 # The worker keeps freed memory in the heap (worker/system_probe.hpp); give Python the same policy
 # through glibc's tunables for the like-for-like column, and show glibc's default too.
@@ -83,8 +81,8 @@ YAML
   for i in 0 1 2; do
     label=$($PY -c "import json; r=json.load(open('$out/report.json'))['runs'][$i]; print(r['devices'] + ' -- ' + r['label'])")
     eval "c=(\"\${cpp$i[@]}\"); p=(\"\${py$i[@]}\"); d=(\"\${pd$i[@]}\")"
-    ratio=$($PY -c "print('%.3f' % ($(median "${c[@]}") / $(median "${p[@]}")))")
-    echo "| ${SHAPE[$model]} | $batch | $THREADS | $label | $(summary "${c[@]}") | $(summary "${p[@]}") | $ratio | $(summary "${d[@]}") |"
+    ratio=$($PY -c "print('%.3f' % ($(median 4 "${c[@]}") / $(median 4 "${p[@]}")))")
+    echo "| ${SHAPE[$model]} | $batch | $THREADS | $label | $(range 4 "${c[@]}") | $(range 4 "${p[@]}") | $ratio | $(range 4 "${d[@]}") |"
   done
 done
 echo

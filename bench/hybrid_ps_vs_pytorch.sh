@@ -39,9 +39,7 @@ dense_yaml=$(echo "$DENSE" | tr ' ' ',')
 # through glibc's tunables, as in bench/ddp_vs_pytorch.sh and bench/zero_vs_pytorch.sh.
 SAME_MALLOC="glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=2147483647"
 
-summary() { $PY -c 'import sys, statistics as s; v=[float(x) for x in sys.argv[1:]]; print("%.4f (%.4f-%.4f)" % (s.median(v), min(v), max(v)))' "$@"; }
-rate() { $PY -c 'import sys, statistics as s; v=[float(x) for x in sys.argv[1:]]; print("%.0f (%.0f-%.0f)" % (s.median(v), min(v), max(v)))' "$@"; }
-median() { $PY -c 'import sys, statistics as s; print("%.6f" % s.median(float(x) for x in sys.argv[1:]))' "$@"; }
+source "$(dirname "$0")/lib.sh"
 # field of a JSON file: field FILE EXPR (EXPR indexes the parsed object j)
 field() { $PY -c "import json, sys; j = json.load(open(sys.argv[1])); print($2)" "$1"; }
 
@@ -95,9 +93,9 @@ echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 for cfg in $CONFIGS; do
   T=${cfg%x*} P=${cfg#*x}
   # shellcheck disable=SC2086
-  ratio=$($PY -c "print('%.3f' % ($(median ${C_SEC[$cfg]}) / $(median ${P_SEC[$cfg]})))")
+  ratio=$($PY -c "print('%.3f' % ($(median 6 ${C_SEC[$cfg]}) / $(median 6 ${P_SEC[$cfg]})))")
   # shellcheck disable=SC2086
-  echo "| $T trainers + $P parameter servers | $BATCH | $THREADS | $(summary ${C_SEC[$cfg]}) | $(summary ${P_SEC[$cfg]}) | $ratio | $(rate ${C_EX[$cfg]}) | $(rate ${P_EX[$cfg]}) |"
+  echo "| $T trainers + $P parameter servers | $BATCH | $THREADS | $(range 4 ${C_SEC[$cfg]}) | $(range 4 ${P_SEC[$cfg]}) | $ratio | $(range 0 ${C_EX[$cfg]}) | $(range 0 ${P_EX[$cfg]}) |"
 done
 echo
 echo "(WARMUP=$WARMUP STEPS=$STEPS REPEATS=$REPEATS THREADS=$THREADS ROUNDS=$ROUNDS; median over rounds, range in brackets;"

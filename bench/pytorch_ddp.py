@@ -12,12 +12,10 @@ Usage: /usr/bin/python3 bench/pytorch_ddp.py --model mlp --world-size 2 --thread
        GPU per rank; each step ends with a CUDA synchronize, as the worker's)
 """
 import argparse
-import contextlib
 import json
 import os
 import socket
 import sys
-import time
 
 
 def _pin_threads():
@@ -38,6 +36,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn as nn
+
+from amp_step import amp_setup, timed_step
 
 
 def make_model(args):
@@ -88,25 +88,12 @@ def worker(rank, args, port):
     loss_fn = nn.CrossEntropyLoss()
     x, y = make_batch(args, rank)
 
-    amp = {"amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}.get(args.precision)
-    scaler = torch.amp.GradScaler("cuda") if args.precision == "amp-fp16" else None
     device_type = "cuda" if cuda else "cpu"
+    amp, scaler = amp_setup(args.precision, device_type)
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
 
     def step():
-        t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast(device_type, dtype=amp) if amp else contextlib.nullcontext():
-            loss = loss_fn(model(x), y)
-        if scaler:
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-        else:
-            loss.backward()
-            opt.step()
-        if cuda:
-            torch.cuda.synchronize()
-        return time.perf_counter() - t0
+        return timed_step(opt, lambda: loss_fn(model(x), y), device_type, amp, scaler, sync)[0]
 
     for _ in range(args.warmup):
         step()

@@ -12,12 +12,12 @@ Usage: python3 bench/pytorch_lm.py --model bert-base --batch 32 --seq 128 --prec
        [--attn eager|sdpa] [--device cuda]
 """
 import argparse
-import contextlib
 import json
-import time
 
 import numpy as np
 import torch
+
+from amp_step import amp_setup, timed_step
 
 
 def build(args):
@@ -74,27 +74,15 @@ def main():
     model.to(device).train()
     params = sum(t.numel() for t in model.parameters())
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    amp_dtype = {"amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}.get(args.precision)
-    scaler = torch.amp.GradScaler(device.type) if args.precision == "amp-fp16" else None
+    amp_dtype, scaler = amp_setup(args.precision, device.type)
     inputs = batch(args, vocab, device)
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
     losses = []
 
     def step():
-        t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast(device.type, dtype=amp_dtype) if amp_dtype else contextlib.nullcontext():
-            loss = model(**inputs).loss
-        if scaler:
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-        else:
-            loss.backward()
-            opt.step()
-        losses.append(loss.detach())
-        sync()
-        return time.perf_counter() - t0
+        seconds, loss = timed_step(opt, lambda: model(**inputs).loss, device.type, amp_dtype, scaler, sync)
+        losses.append(loss)
+        return seconds
 
     for _ in range(args.warmup):
         step()

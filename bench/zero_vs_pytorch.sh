@@ -41,7 +41,7 @@ spec:
     - {nodes: 1, devicesPerNode: $WORLD, paradigm: zero}
 YAML
 mib() { $PY -c 'import sys; print(" / ".join("%.0f" % (float(x) / 2**20) for x in sys.argv[1:]))' "$@"; }
-summary() { $PY -c 'import sys, statistics as s; v=[float(x) for x in sys.argv[1:]]; print("%.3f (%.3f-%.3f)" % (s.median(v), min(v), max(v)))' "$@"; }
+source "$(dirname "$0")/lib.sh"
 declare -a c_ddp=() c_zero=() p_ddp=() p_zero=()
 for round in $(seq 1 "$ROUNDS"); do
   "$BUILD/cli/trainbench" run "$out/job.yaml" --json "$out/report.json" >/dev/null 2>"$out/run.log" || { cat "$out/run.log"; exit 1; }
@@ -60,10 +60,10 @@ done
 rss() { $PY -c "import json; r=json.load(open('$out/report.json'))['runs'][$1]['ranks']; print(' '.join(str(k['$2']) for k in r))"; }
 echo "| mlp 1024-${HIDDEN// /-}-1000, batch $BATCH/rank, $WORLD ranks x 1 thread | p50 s/iter | peak RSS per rank (MiB, last round) | optimizer state per rank (MiB) |"
 echo "| --- | --- | --- | --- |"
-echo "| trainbench ddp + Adam | $(summary "${c_ddp[@]}") | $(mib $(rss 0 peakMemoryBytes)) | $(mib $(rss 0 optimizerStateBytes)) |"
-echo "| trainbench zero (ZeRO-1, Adam) | $(summary "${c_zero[@]}") | $(mib $(rss 1 peakMemoryBytes)) | $(mib $(rss 1 optimizerStateBytes)) |"
+echo "| trainbench ddp + Adam | $(range 3 "${c_ddp[@]}") | $(mib $(rss 0 peakMemoryBytes)) | $(mib $(rss 0 optimizerStateBytes)) |"
+echo "| trainbench zero (ZeRO-1, Adam) | $(range 3 "${c_zero[@]}") | $(mib $(rss 1 peakMemoryBytes)) | $(mib $(rss 1 optimizerStateBytes)) |"
 pyfield() { $PY -c "import json; print(' '.join(str(x) for x in json.load(open('$out/py-$1.json'))['$2']))"; }
-echo "| PyTorch DDP + Adam | $(summary "${p_ddp[@]}") | $(mib $(pyfield adam peakRss)) | $(mib $(pyfield adam optimizerStateBytes)) |"
-echo "| PyTorch DDP + ZeroRedundancyOptimizer(Adam) | $(summary "${p_zero[@]}") | $(mib $(pyfield zero peakRss)) | $(mib $(pyfield zero optimizerStateBytes)) |"
+echo "| PyTorch DDP + Adam | $(range 3 "${p_ddp[@]}") | $(mib $(pyfield adam peakRss)) | $(mib $(pyfield adam optimizerStateBytes)) |"
+echo "| PyTorch DDP + ZeroRedundancyOptimizer(Adam) | $(range 3 "${p_zero[@]}") | $(mib $(pyfield zero peakRss)) | $(mib $(pyfield zero optimizerStateBytes)) |"
 echo
 echo "(WARMUP=$WARMUP STEPS=$STEPS REPEATS=$REPEATS ROUNDS=$ROUNDS; median over rounds, range in brackets)"

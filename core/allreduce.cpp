@@ -1,28 +1,18 @@
 #include "core/allreduce.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <sstream>
 #include <stdexcept>
 
 #include "core/json_fields.hpp"
 #include "core/stats.hpp"
+#include "core/text_cells.hpp"
 
 namespace trainbench {
 
 namespace jf = json_fields;
 
 namespace {
-
-std::string printf_str(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
-
-std::string pad_left(const std::string& s, std::size_t w) {
-  return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
-}
 
 std::string fmt_gbps(double v) { return printf_str(v >= 100 ? "%.1f" : (v >= 0.1 ? "%.2f" : "%.4f"), v); }
 

@@ -1,10 +1,10 @@
 #include "core/hybrid_ps_report.hpp"
 
-#include <cstdio>
 #include <sstream>
 #include <stdexcept>
 
 #include "core/json_fields.hpp"
+#include "core/text_cells.hpp"
 
 namespace trainbench {
 
@@ -12,35 +12,17 @@ namespace jf = json_fields;
 
 namespace {
 
-/// Percentiles of each repeat's values, median over the repeats; `what` names the list.
+/// median_of_repeats, its error naming the list (`what`).
 Percentiles summarize(const std::vector<std::vector<double>>& per_repeat, const std::string& what) {
-  std::vector<Percentiles> ps;
-  for (std::size_t r = 0; r < per_repeat.size(); ++r) {
-    if (per_repeat[r].empty()) throw std::runtime_error(what + "[" + std::to_string(r) + "] is empty");
-    ps.push_back(percentiles(per_repeat[r]));
+  try {
+    return median_of_repeats(per_repeat);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(what + e.what());
   }
-  if (ps.empty()) throw std::runtime_error(what + " has no repeats");
-  return median_of(ps);
 }
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string fmt_sec(double v) { return fmt(v < 0.01 ? "%.4fs" : "%.3fs", v); }
-std::string fmt_rate(double v) { return fmt(v >= 100 ? "%.0f/s" : "%.1f/s", v); }
-/// Service-scale times: milliseconds with three significant decimals.
-std::string fmt_ms(double seconds) { return fmt("%.3f ms", seconds * 1e3); }
-std::string fmt_mib(std::int64_t b) { return fmt("%.1f MiB", static_cast<double>(b) / (1024.0 * 1024.0)); }
-
-std::string pad_left(const std::string& s, std::size_t w) {
-  return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
-}
-std::string pad_right(const std::string& s, std::size_t w) {
-  return s.size() >= w ? s : s + std::string(w - s.size(), ' ');
-}
+/// Service-scale times: milliseconds with three decimals.
+std::string fmt_ms(double seconds) { return printf_str("%.3f ms", seconds * 1e3); }
 
 /// "  p50:  0.012s  2667/s  p75: ..." for a sec/iter and the examples per step behind it.
 std::string seed_cells(const Percentiles& sec, double examples_per_step) {
@@ -161,7 +143,7 @@ std::string format_hybrid_ps_runs(const Report& report) {
       os << pad_right("Server" + std::to_string(s.server) + ":", 10) << "rank " << s.rank << ", " << s.rows << " rows, "
          << s.lookups << " lookups;  service " << p50_p95(s.lookup_service_seconds) << ";  queue "
          << p50_p95(s.lookup_queue_seconds) << ";  update " << p50_p95(s.update_seconds) << ";  peak "
-         << fmt_mib(s.peak_memory_bytes) << "\n";
+         << fmt_bytes(s.peak_memory_bytes) << "\n";
     }
   }
   return os.str();

@@ -87,9 +87,7 @@ RunReport summarize_run(const RunConfig& cfg, const RunResult& result) {
     rr.rank = rk.rank;
     rr.node_rank = rk.node_rank;
     rr.local_rank = rk.local_rank;
-    std::vector<Percentiles> per_repeat;
-    for (const auto& steps : rk.step_seconds) per_repeat.push_back(percentiles(steps));
-    rr.sec_per_iter = median_of(per_repeat);
+    rr.sec_per_iter = median_of_repeats(rk.step_seconds);
     rr.peak_memory_bytes = rk.peak_memory_bytes;
     rr.optimizer_state_bytes = rk.optimizer_state_bytes;
     rr.parameter_count = rk.parameter_count;

@@ -1,39 +1,16 @@
 #include "core/report_format.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <functional>
 #include <map>
 #include <sstream>
 
 #include "core/allreduce_run.hpp"
 #include "core/hybrid_ps_report.hpp"
+#include "core/text_cells.hpp"
 
 namespace trainbench {
 namespace {
-
-std::string printf_str(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
-
-std::string fmt_sec(double v) { return printf_str(v < 0.01 ? "%.4fs" : "%.3fs", v); }
-
-std::string fmt_rate(double v) {
-  if (v >= 100) return printf_str("%.0f/s", v);
-  if (v >= 10) return printf_str("%.1f/s", v);
-  return printf_str("%.2f/s", v);
-}
-
-std::string fmt_bytes(std::int64_t b) {
-  const double mib = static_cast<double>(b) / (1024.0 * 1024.0);
-  if (mib >= 1024) return printf_str("%.2f GiB", mib / 1024.0);
-  return printf_str("%.1f MiB", mib);
-}
-
-std::string pad_left(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
-std::string pad_right(const std::string& s, std::size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
 
 std::string first_line(const std::string& s) {
   const auto nl = s.find('\n');

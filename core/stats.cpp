@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 namespace trainbench {
 
@@ -50,6 +51,16 @@ double speedup(double throughput_n, double throughput_1) {
 double scaling_efficiency(double speedup_value, int devices) {
   if (devices < 1) throw std::invalid_argument("scaling efficiency needs devices >= 1");
   return speedup_value / devices;
+}
+
+Percentiles median_of_repeats(const std::vector<std::vector<double>>& per_repeat) {
+  if (per_repeat.empty()) throw std::invalid_argument(" has no repeats");
+  std::vector<Percentiles> ps;
+  for (std::size_t r = 0; r < per_repeat.size(); ++r) {
+    if (per_repeat[r].empty()) throw std::invalid_argument("[" + std::to_string(r) + "] is empty");
+    ps.push_back(percentiles(per_repeat[r]));
+  }
+  return median_of(ps);
 }
 
 }  // namespace trainbench

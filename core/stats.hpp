@@ -23,6 +23,11 @@ Percentiles percentiles(const std::vector<double>& values);
 /// The element-wise median of several Percentiles (one per repeat).
 Percentiles median_of(const std::vector<Percentiles>& per_repeat);
 
+/// Each repeat's percentiles, then their element-wise median: the statistic of every timing in
+/// the report. Throws std::invalid_argument "[r] is empty" for an empty repeat r, " has no
+/// repeats" for none (callers prefix the list's name).
+Percentiles median_of_repeats(const std::vector<std::vector<double>>& per_repeat);
+
 /// examples/sec for each percentile of sec/iter: examples_per_step / seconds.
 Percentiles throughput(const Percentiles& sec_per_iter, double examples_per_step);
 

@@ -21,6 +21,7 @@
 #include "core/version.hpp"
 #include "worker/output_files.hpp"
 #include "worker/process_group.hpp"
+#include "worker/train_common.hpp"
 #include "worker/environment_info.hpp"
 #include "worker/system_probe.hpp"
 #include "worker/torch_compat.hpp"
@@ -168,16 +169,7 @@ void run_allreduce_benchmark(const RankEnv& env, const RunConfig& c, const Worke
   validate(env, c);
   const at::ScalarType dtype = scalar_type(c.allreduce.dtype);
   at::set_num_threads(c.threads_per_process);
-  at::Device device(at::kCPU);
-  if (c.device == "cuda") {
-    if (!compat::kBuiltWithCuda || !torch::cuda::is_available()) {
-      throw ConfigError("run config: device cuda, but " +
-                        std::string(compat::kBuiltWithCuda ? "no CUDA device is available"
-                                                           : "this worker was built without CUDA"));
-    }
-    compat::cuda_set_device(env.local_rank);
-    device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
-  }
+  const at::Device device = rank_device(env, c);
   auto sync_device = [&] {
     if (device.is_cuda()) compat::cuda_synchronize(device.index());
   };

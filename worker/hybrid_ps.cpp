@@ -701,11 +701,7 @@ void run_reference(const RunConfig& c, const WorkerOptions& o) {
 
 void run_hybrid_ps(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   validate(env, c, o);
-  torch::set_num_threads(c.threads_per_process);
-  try {
-    at::set_num_interop_threads(1);  // only allowed before inter-op work started
-  } catch (const c10::Error&) {
-  }
+  set_rank_threads(c);
   if (o.reference_world_size != 0) {
     run_reference(c, o);
     return;

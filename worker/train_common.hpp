@@ -1,6 +1,6 @@
 #pragma once
 // Pieces of the training loop (worker/train_loop.cpp) that other paradigm engines reuse
-// (worker/hybrid_ps.cpp): per-rank synthetic data, progress and parameter dumps, the DDP
+// (worker/hybrid_ps.cpp, worker/allreduce_bench.cpp): threads and device, per-rank synthetic data, progress and parameter dumps, the DDP
 // reducer's set-up and the worker's /metrics.
 
 #include <ATen/core/Tensor.h>
@@ -18,6 +18,13 @@
 #include "worker/train_loop.hpp"
 
 namespace trainbench::worker {
+
+/// The rank's threads: c.threads_per_process intra-op threads, one inter-op thread.
+void set_rank_threads(const RunConfig& c);
+
+/// The device a rank works on: the CPU, or (device cuda) CUDA device LOCAL_RANK, made current.
+/// Throws ConfigError when device cuda has no CUDA build or no device.
+at::Device rank_device(const RankEnv& env, const RunConfig& c);
 
 /// The batch data-parallel rank `rank` trains on, from a CPU generator seeded by (seed, rank) --
 /// independent of the global seed used for the model.

@@ -89,6 +89,25 @@ using Batch = SyntheticBatch;
 
 }  // namespace
 
+void set_rank_threads(const RunConfig& c) {
+  torch::set_num_threads(c.threads_per_process);
+  try {
+    at::set_num_interop_threads(1);  // only allowed before inter-op work started
+  } catch (const c10::Error&) {
+  }
+}
+
+at::Device rank_device(const RankEnv& env, const RunConfig& c) {
+  if (c.device != "cuda") return at::Device(at::kCPU);
+  if (!compat::kBuiltWithCuda || !torch::cuda::is_available()) {
+    throw ConfigError("run config: device cuda, but " +
+                      std::string(compat::kBuiltWithCuda ? "no CUDA device is available"
+                                                         : "this worker was built without CUDA"));
+  }
+  compat::cuda_set_device(env.local_rank);
+  return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
+}
+
 SyntheticBatch rank_batch(const BenchModel& model, const RunConfig& c, int rank) {
   at::Generator gen =
       at::detail::createCPUGenerator(splitmix64(c.seed ^ splitmix64(static_cast<std::uint64_t>(rank) + 1)));
@@ -165,22 +184,8 @@ namespace {
 void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   validate(env, c, o);
   const auto precision = autocast_dtype(c);
-  torch::set_num_threads(c.threads_per_process);
-  try {
-    at::set_num_interop_threads(1);  // only allowed before inter-op work started
-  } catch (const c10::Error&) {
-  }
-
-  torch::Device device(torch::kCPU);
-  if (c.device == "cuda") {
-    if (!compat::kBuiltWithCuda || !torch::cuda::is_available()) {
-      throw ConfigError("run config: device cuda, but " +
-                        std::string(compat::kBuiltWithCuda ? "no CUDA device is available"
-                                                           : "this worker was built without CUDA"));
-    }
-    compat::cuda_set_device(env.local_rank);
-    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
-  }
+  set_rank_threads(c);
+  const torch::Device device = rank_device(env, c);
   const bool zero = c.paradigm == "zero";
   const bool ddp = c.paradigm == "ddp" || zero;  // zero all-reduces gradients with the DDP reducer
   const bool pipelined = c.paradigm == "pipeline" || c.paradigm == "model-parallel";

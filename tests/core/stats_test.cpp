@@ -67,3 +67,22 @@ TEST(Stats, ThroughputSpeedupEfficiency) {
 
 }  // namespace
 }  // namespace trainbench
+
+namespace trainbench {
+namespace {
+
+TEST(Stats, MedianOfRepeatsIsTheMedianOfEachRepeatsPercentiles) {
+  // Repeat medians 2, 5 and 20: the median of the repeats is 5, whatever the pooled median.
+  const Percentiles p = median_of_repeats({{1, 2, 3}, {4, 5, 6}, {10, 20, 30}});
+  EXPECT_DOUBLE_EQ(p.p50, 5.0);
+  EXPECT_THROW(median_of_repeats({}), std::invalid_argument);
+  try {
+    median_of_repeats({{1.0}, {}});
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "[1] is empty");
+  }
+}
+
+}  // namespace
+}  // namespace trainbench
