@@ -136,7 +136,7 @@ std::string format_hybrid_ps_runs(const Report& report) {
       os << pad_right("Trainer" + std::to_string(r.ranks[t].rank) + ":", 10)
          << seed_cells(r.ranks[t].sec_per_iter, batch) << "\n";
     }
-    os << pad_right("All:", 10) << seed_cells(r.sec_per_iter, batch * static_cast<double>(r.ranks.size())) << "\n\n";
+    os << pad_right("All:", 10) << seed_cells(r.sec_per_iter, batch * static_cast<double>(h.trainers)) << "\n\n";
     os << "Parameter servers (per lookup request: service = ids in hand -> partial sums sent, queue = arrival ->\n"
        << "start of service; per step: update = applying every trainer's gradients to its rows):\n\n";
     for (const auto& s : h.servers) {

@@ -9,6 +9,7 @@
 #include "core/allreduce_run.hpp"
 #include "core/hybrid_ps_report.hpp"
 #include "core/json_fields.hpp"
+#include "core/rank_summary.hpp"
 
 namespace trainbench {
 
@@ -169,6 +170,34 @@ Report build_report(const BenchmarkJob& job, const std::vector<RunConfig>& runs,
   return assemble_report(job, std::move(reports), env);
 }
 
+nlohmann::json to_json(const RankReport& rk) {
+  nlohmann::json rj = {{"rank", rk.rank},
+                       {"nodeRank", rk.node_rank},
+                       {"localRank", rk.local_rank},
+                       {"secPerIter", percentiles_json(rk.sec_per_iter)},
+                       {"peakMemoryBytes", rk.peak_memory_bytes},
+                       {"optimizerStateBytes", rk.optimizer_state_bytes},
+                       {"parameterCount", rk.parameter_count}};
+  if (rk.stage) rj["stage"] = *rk.stage;
+  if (rk.bubble_fraction) rj["bubbleFraction"] = *rk.bubble_fraction;
+  return rj;
+}
+
+RankReport rank_report_from_json(const nlohmann::json& j, const std::string& rp) {
+  jf::require_object(j, rp);
+  RankReport rk;
+  rk.rank = static_cast<int>(jf::get_int(j, "rank", rp));
+  rk.node_rank = static_cast<int>(jf::get_int(j, "nodeRank", rp));
+  rk.local_rank = static_cast<int>(jf::get_int(j, "localRank", rp));
+  rk.sec_per_iter = percentiles_from_json(jf::member(j, "secPerIter", rp), rp + ".secPerIter");
+  rk.peak_memory_bytes = jf::get_int(j, "peakMemoryBytes", rp);
+  if (jf::has(j, "optimizerStateBytes")) rk.optimizer_state_bytes = jf::get_int(j, "optimizerStateBytes", rp);
+  if (jf::has(j, "parameterCount")) rk.parameter_count = jf::get_int(j, "parameterCount", rp);
+  if (jf::has(j, "stage")) rk.stage = static_cast<int>(jf::get_int(j, "stage", rp));
+  if (jf::has(j, "bubbleFraction")) rk.bubble_fraction = jf::get_number(j, "bubbleFraction", rp);
+  return rk;
+}
+
 nlohmann::json to_json(const RunReport& run) {
   nlohmann::json j = {{"index", run.index},
                       {"label", run.label},
@@ -203,19 +232,9 @@ nlohmann::json to_json(const RunReport& run) {
                        {"theoreticalBubble", run.pipeline->theoretical_bubble}};
     }
     nlohmann::json ranks = nlohmann::json::array();
-    for (const auto& rk : run.ranks) {
-      nlohmann::json rj = {{"rank", rk.rank},
-                           {"nodeRank", rk.node_rank},
-                           {"localRank", rk.local_rank},
-                           {"secPerIter", percentiles_json(rk.sec_per_iter)},
-                           {"peakMemoryBytes", rk.peak_memory_bytes},
-                           {"optimizerStateBytes", rk.optimizer_state_bytes},
-                           {"parameterCount", rk.parameter_count}};
-      if (rk.stage) rj["stage"] = *rk.stage;
-      if (rk.bubble_fraction) rj["bubbleFraction"] = *rk.bubble_fraction;
-      ranks.push_back(rj);
-    }
+    for (const auto& rk : run.ranks) ranks.push_back(to_json(rk));
     j["ranks"] = ranks;
+    if (run.rank_summary) j["rankSummary"] = to_json(*run.rank_summary);
   } else {
     j["error"] = run.error;
   }
@@ -287,22 +306,9 @@ RunReport run_report_from_json(const nlohmann::json& rj, const std::string& p) {
     if (jf::has(rj, "hybridPs")) run.hybrid_ps = hybrid_ps_report_from_json(rj["hybridPs"], p + ".hybridPs");
     const auto& ranks = jf::get_array(rj, "ranks", p);
     for (std::size_t k = 0; k < ranks.size(); ++k) {
-      const std::string rp = p + ".ranks[" + std::to_string(k) + "]";
-      jf::require_object(ranks[k], rp);
-      RankReport rk;
-      rk.rank = static_cast<int>(jf::get_int(ranks[k], "rank", rp));
-      rk.node_rank = static_cast<int>(jf::get_int(ranks[k], "nodeRank", rp));
-      rk.local_rank = static_cast<int>(jf::get_int(ranks[k], "localRank", rp));
-      rk.sec_per_iter = percentiles_from_json(jf::member(ranks[k], "secPerIter", rp), rp + ".secPerIter");
-      rk.peak_memory_bytes = jf::get_int(ranks[k], "peakMemoryBytes", rp);
-      if (jf::has(ranks[k], "optimizerStateBytes")) {
-        rk.optimizer_state_bytes = jf::get_int(ranks[k], "optimizerStateBytes", rp);
-      }
-      if (jf::has(ranks[k], "parameterCount")) rk.parameter_count = jf::get_int(ranks[k], "parameterCount", rp);
-      if (jf::has(ranks[k], "stage")) rk.stage = static_cast<int>(jf::get_int(ranks[k], "stage", rp));
-      if (jf::has(ranks[k], "bubbleFraction")) rk.bubble_fraction = jf::get_number(ranks[k], "bubbleFraction", rp);
-      run.ranks.push_back(rk);
+      run.ranks.push_back(rank_report_from_json(ranks[k], p + ".ranks[" + std::to_string(k) + "]"));
     }
+    if (jf::has(rj, "rankSummary")) run.rank_summary = rank_summary_from_json(rj["rankSummary"], p + ".rankSummary");
   } else if (run.phase == "Failed") {
     run.error = jf::get_string(rj, "error", p);
   } else {

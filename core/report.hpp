@@ -56,6 +56,18 @@ struct HybridPsReport {
   std::vector<ServerReport> servers;
 };
 
+/// A run's ranks in brief, for copies of a run that must stay small (the job's status): a run
+/// with more than kMaxRanksInStatus ranks keeps its per-rank detail in its result ConfigMap and
+/// this summary in status (core/rank_summary.hpp, docs/report.md).
+struct RankSummary {
+  int count = 0;                    ///< ranks in the run
+  double sec_per_iter_p50_min = 0;  ///< the ranks' own p50 sec/iter: fastest rank's
+  double sec_per_iter_p50_median = 0;
+  double sec_per_iter_p50_max = 0;  ///< slowest rank's
+  std::vector<RankReport> slowest;  ///< up to kSlowestRanksKept ranks, slowest (highest p50) first
+  std::string detail_config_map;    ///< the ConfigMap holding every rank (key "result"), "" if none
+};
+
 /// One configuration (sweep entry) of the report.
 struct RunReport {
   int index = 0;
@@ -89,6 +101,8 @@ struct RunReport {
   /// (core/hybrid_ps_report.hpp); ranks holds the trainers.
   std::optional<HybridPsReport> hybrid_ps;
   std::vector<RankReport> ranks;
+  /// Set where `ranks` was left out to keep this copy small (then `ranks` is empty).
+  std::optional<RankSummary> rank_summary;
 };
 
 struct Report {
@@ -130,6 +144,8 @@ Report assemble_report(const BenchmarkJob& job, std::vector<RunReport> runs, con
 nlohmann::json percentiles_json(const Percentiles& p);
 Percentiles percentiles_from_json(const nlohmann::json& j, const std::string& path);
 
+nlohmann::json to_json(const RankReport& r);
+RankReport rank_report_from_json(const nlohmann::json& j, const std::string& path);
 nlohmann::json to_json(const RunReport& r);
 /// `path` prefixes error messages ("runs[2]").
 RunReport run_report_from_json(const nlohmann::json& j, const std::string& path);

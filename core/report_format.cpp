@@ -180,7 +180,16 @@ std::string format_report(const Report& report) {
   os << "\nPer rank (sec/iter, median of repeats; peak memory):\n\n";
   for (const auto* r : runs) {
     if (r->phase != "Succeeded") continue;
-    for (const auto& rk : r->ranks) {
+    const bool summarized = r->ranks.empty() && r->rank_summary;
+    if (summarized) {
+      const RankSummary& s = *r->rank_summary;
+      os << pad_left(row_name(*r), w) << "  " << s.count << " ranks, p50 " << fmt_sec(s.sec_per_iter_p50_min) << " .. "
+         << fmt_sec(s.sec_per_iter_p50_max) << " (median " << fmt_sec(s.sec_per_iter_p50_median) << "); the "
+         << s.slowest.size()
+         << " slowest:" << (s.detail_config_map.empty() ? "" : " (every rank: ConfigMap " + s.detail_config_map + ")")
+         << "\n";
+    }
+    for (const auto& rk : summarized ? r->rank_summary->slowest : r->ranks) {
       os << pad_left(row_name(*r), w) << "  rank " << pad_left(std::to_string(rk.rank), 3) << " (node "
          << rk.node_rank << ", local " << rk.local_rank << "):";
       os << "  p50: " << fmt_sec(rk.sec_per_iter.p50) << "  p75: " << fmt_sec(rk.sec_per_iter.p75)

@@ -6,11 +6,12 @@
 #include <map>
 #include <set>
 
+#include "core/rank_summary.hpp"
 #include "core/report.hpp"
 #include "core/run_config.hpp"
 #include "core/spec.hpp"
-#include "operator/controller/manifests.hpp"
 #include "operator/controller/json_access.hpp"
+#include "operator/controller/manifests.hpp"
 #include "operator/controller/naming.hpp"
 
 namespace trainbench::op {
@@ -269,7 +270,8 @@ class Reconcile {
           rs["message"] = rr.error;
           return false;
         }
-        rs["summary"] = to_json(rr);
+        // Large runs keep their per-rank detail in the ConfigMap only (core/rank_summary.hpp).
+        rs["summary"] = to_json(compact_for_status(std::move(rr), cm_name));
         rs["environment"] = get_or(res, "environment", json::object());
       } catch (const std::exception& e) {
         rs["message"] = std::string("unreadable result: ") + e.what();

@@ -1,10 +1,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <iostream>
 #include <map>
 #include <set>
 
+#include "core/rank_summary.hpp"
 #include "core/report.hpp"
+#include "core/report_format.hpp"
 #include "core/run_config.hpp"
 #include "operator/controller/naming.hpp"
 #include "operator/controller/reconciler.hpp"
@@ -364,6 +368,87 @@ TEST(Reconciler, TimesRoundTrip) {
   EXPECT_EQ(format_time(t0()), "2026-11-22T10:00:00Z");
   EXPECT_EQ(*parse_time("2026-11-22T11:00:00.123+01:00"), t0());
   EXPECT_FALSE(parse_time("yesterday").has_value());
+}
+
+// ---- status at scale (seed 004: 1, 2, 4, ... 1024 ranks) ----
+
+/// Seed 004's sweep: one device without DDP, then 1, 2, 4, 8 devices on one node and 2 .. 128
+/// nodes of 8, repeats and steps as the evaluation plan (skip 20, measure 100, 5 repeats).
+json seed004_job() {
+  json sweep = json::array({{{"nodes", 1}, {"devicesPerNode", 1}, {"paradigm", "none"}}});
+  for (int world = 1; world <= 1024; world *= 2) {
+    sweep.push_back({{"nodes", std::max(1, world / 8)}, {"devicesPerNode", std::min(world, 8)}});
+  }
+  return job_object({{"sweep", sweep}, {"benchmark", {{"warmupSteps", 20}, {"measureSteps", 100}, {"repeats", 5}}}});
+}
+
+/// A run's result as its master writes it: every rank with full-precision timings (rank 7 of
+/// each run is the slowest), summarised as the master does.
+json synthetic_result(const RunConfig& cfg, int attempt) {
+  RunResult r;
+  r.world_size = cfg.world_size();
+  r.environment.backend = "gloo";
+  for (int k = 0; k < r.world_size; ++k) {
+    RankResult rk{k, k / cfg.devices_per_node, k % cfg.devices_per_node, {}, 9'876'543'210 + k, 6.1 + 1e-3 * k, 6.9};
+    for (int rep = 0; rep < 5; ++rep) {
+      std::vector<double> steps;
+      for (int s = 0; s < 100; ++s) steps.push_back(0.2 + 1e-4 * std::sin(k * 131.0 + s + rep) + (k == 7 ? 0.05 : 0));
+      rk.step_seconds.push_back(steps);
+    }
+    rk.optimizer_state_bytes = 102'228'128;
+    rk.parameter_count = 25'557'032;
+    r.ranks.push_back(rk);
+  }
+  return {{"attempt", attempt}, {"run", to_json(summarize_run(cfg, r))}, {"environment", to_json(r.environment)}};
+}
+
+TEST(Reconciler, StatusOfA1024RankSweepFitsEtcdWithRoomToSpare) {
+  Observed o{seed004_job(), {}, {}, {}, false, false, false, t0()};
+  const std::vector<RunConfig> runs = plan_runs(parse_benchmark_job(o.job.dump()), 1, ServerPlacement::OwnPods);
+  ASSERT_EQ(runs.size(), 12u);
+  std::size_t largest_result = 0;
+  for (const auto& run : runs) {
+    apply(o, reconcile(o));
+    all_running(o);
+    apply(o, reconcile(o));
+    for (auto& cm : o.configmaps) {
+      if (cm["metadata"]["name"] != result_configmap_name("bj", run.index)) continue;
+      cm["data"]["result"] = synthetic_result(run, 0).dump();
+      largest_result = std::max(largest_result, cm.dump().size());
+    }
+  }
+  apply(o, reconcile(o));
+  const json st = o.job["status"];
+  ASSERT_EQ(st["phase"], "Succeeded") << st.dump(1).substr(0, 2000);
+  const std::size_t status_bytes = st.dump().size();
+  std::cout << "status of the 1..1024-rank sweep: " << status_bytes
+            << " bytes; largest result ConfigMap: " << largest_result << " bytes\n";
+  // etcd refuses objects over 1.5 MiB; a ConfigMap holds at most 1 MiB.
+  EXPECT_LT(status_bytes, 512u * 1024) << "a third of etcd's limit";
+  EXPECT_LT(largest_result, 1024u * 1024 / 2) << "half a ConfigMap's limit";
+  for (const auto& run : runs) {
+    const json& summary = st["runs"][static_cast<std::size_t>(run.index)]["summary"];
+    const json& in_report = st["report"]["runs"][static_cast<std::size_t>(run.index)];
+    for (const json* r : {&summary, &in_report}) {
+      if (run.world_size() <= kMaxRanksInStatus) {
+        EXPECT_EQ((*r)["ranks"].size(), static_cast<std::size_t>(run.world_size()));
+        EXPECT_FALSE(r->contains("rankSummary"));
+        continue;
+      }
+      EXPECT_TRUE((*r)["ranks"].empty());
+      const json& rs = (*r)["rankSummary"];
+      EXPECT_EQ(rs["count"], run.world_size());
+      EXPECT_EQ(rs["slowest"].size(), static_cast<std::size_t>(kSlowestRanksKept));
+      EXPECT_EQ(rs["slowest"][0]["rank"], 7) << "the slow rank comes first";
+      EXPECT_GT(rs["secPerIterP50"]["max"].get<double>(), rs["secPerIterP50"]["median"].get<double>() + 0.04);
+      EXPECT_EQ(rs["detail"]["configMap"], result_configmap_name("bj", run.index));
+    }
+  }
+  // The report in status still reads back and prints, naming the slow rank of the largest run.
+  const std::string text = format_report(report_from_json(st["report"]));
+  EXPECT_NE(text.find("1024 ranks, p50"), std::string::npos) << text.substr(text.size() - 3000);
+  EXPECT_NE(text.find("ConfigMap " + result_configmap_name("bj", 11)), std::string::npos);
+  EXPECT_TRUE(o.pods.empty());
 }
 
 }  // namespace
