@@ -662,7 +662,7 @@ void check_template(Checker& c, const PodTemplate& t) {
   check_label_map(c, tp + ".labels", t.labels, true);
   for (const auto& kv : t.labels) {
     if (is_reserved_label(kv.first)) {
-      c.add(tp + ".labels." + kv.first,
+      c.add(tp + ".labels." + printable(kv.first),
             "is set by the operator (trainbench.dev/* and app.kubernetes.io/name, "
             "instance, component, managed-by are reserved)");
     }
@@ -678,7 +678,7 @@ void check_nccl(Checker& c, const NcclSpec& nccl) {
   if (!nccl.debug.empty()) c.one_of("spec.nccl.debug", nccl.debug, known_nccl_debug_levels());
   for (const auto& kv : nccl.extra_env) {
     if (!matches(kv.first, kEnvNamePattern, kMaxEnvNameLength)) {
-      c.add("spec.nccl.extraEnv." + kv.first,
+      c.add("spec.nccl.extraEnv." + printable(kv.first),
             "must be an environment variable name (at most " + std::to_string(kMaxEnvNameLength) +
                 " letters, digits and '_', not starting with a digit), got " + quote(kv.first));
     }
