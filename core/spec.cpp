@@ -1039,7 +1039,8 @@ YAML::Node load_spec_document(const std::string& text) {
   }
 }
 
-/// Every key given twice in one mapping: yaml-cpp would keep the first silently.
+/// Every key given twice in one mapping: yaml-cpp would keep the first silently. This walk also
+/// spends the node budget (kMaxYamlNodes) first, so an alias bomb is refused before it is read.
 void report_duplicate_keys(const YAML::Node& doc, std::vector<FieldError>& errors) {
   try {
     detail::find_duplicate_keys(doc, [&errors](const std::string& path, const std::string& key, int first, int second) {
@@ -1048,7 +1049,7 @@ void report_duplicate_keys(const YAML::Node& doc, std::vector<FieldError>& error
                             std::to_string(second) + "): one would be ignored silently; keep one"});
     });
   } catch (const std::runtime_error& e) {
-    errors.push_back({"<yaml>", e.what()});
+    throw SpecError({{"<yaml>", std::string(e.what())}});  // past the node budget: read no further
   }
 }
 

@@ -40,7 +40,7 @@ nlohmann::json yaml_node_to_json(const YAML::Node& node);
 
 /// Most nodes a document may expand to (aliases count each time they are used): bounds the
 /// work on a "billion laughs" document.
-inline constexpr std::size_t kMaxYamlNodes = 1000000;
+inline constexpr std::size_t kMaxYamlNodes = 100000;
 
 /// Calls `on_duplicate(path, key, first_line, second_line)` for every mapping key that appears
 /// twice in the same mapping (lines are 1-based; path is the mapping's, "" for the root, in the

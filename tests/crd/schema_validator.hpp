@@ -76,11 +76,30 @@ class SchemaValidator {
   std::vector<SchemaError> errors(const json& doc) const {
     valijson::Validator validator;
     valijson::ValidationResults results;
-    valijson::adapters::NlohmannJsonAdapter target(doc);
+    const json bounded = shorten_long_strings(doc);
+    valijson::adapters::NlohmannJsonAdapter target(bounded);
     validator.validate(schema_, target, &results);
     std::vector<SchemaError> out;
     valijson::ValidationResults::Error e;
     while (results.popError(e)) out.push_back({context_path(e.context), e.description});
+    return out;
+  }
+
+  /// valijson 1.0 matches `pattern` with std::regex, which recurses once per character and
+  /// overflows the stack on a 100,000-character string (the API server uses RE2, linear). Every
+  /// string longer than kLongString is cut to kLongString + 1 characters before validation. The
+  /// verdict is the same wherever maxLength is below kLongString (every spec field; patterned
+  /// fields have at most 1024): cutting keeps a string within its bound, and one past it past.
+  /// (std::regex here survives 20,000 characters, not 40,000.)
+  static constexpr std::size_t kLongString = 8192;
+
+  static json shorten_long_strings(const json& j) {
+    if (j.is_string() && j.get_ref<const std::string&>().size() > kLongString) {
+      return j.get_ref<const std::string&>().substr(0, kLongString + 1);
+    }
+    if (!j.is_structured()) return j;
+    json out = j;
+    for (auto& v : out) v = shorten_long_strings(v);
     return out;
   }
 
