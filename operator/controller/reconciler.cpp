@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "core/crd.hpp"
 #include "core/rank_summary.hpp"
 #include "core/report.hpp"
 #include "core/run_config.hpp"
@@ -143,7 +144,7 @@ class Reconcile {
       spec = parse_benchmark_job(o_.job.dump());
       parsed_ = spec;
     } catch (const SpecError& e) {
-      invalid(e.what());
+      invalid(e.summary(kMaxConditionMessageLength));  // any spec, however large: a message the CRD takes
       return finish();
     }
     const std::string phase = str_or(status_, "phase");
