@@ -83,7 +83,11 @@ bool LeaderElector::try_acquire_or_renew() {
     leader_ = true;
     return true;
   } catch (const kube::ConflictError&) {
-    leader_ = false;  // another replica wrote first
+    // The lease changed since it was read: another replica wrote first, or our own write went
+    // through but its answer was lost (a reset after the write; cpprestsdk then re-sends it on
+    // a fresh connection and gets 409). Not a loss by itself, as with client-go: the next try
+    // reads the lease again and sees whose it is; keep_renewing decides after renew_deadline.
+    std::cerr << "trainbench-operator: leader election: the lease changed meanwhile; reading it again\n";
     return false;
   } catch (const kube::KubeError& e) {
     std::cerr << "trainbench-operator: leader election: " << e.what() << "\n";

@@ -23,7 +23,9 @@ case $CASE in
     WANT_CODES="429" ;;
   reset-before) RULES='[{"fault":"reset-before","fraction":0.25,"userAgent":"'$UA'"}]'
     WANT_CODES="0" ;;
-  reset-after) RULES='[{"fault":"reset-after","fraction":0.3,'$WRITES',"userAgent":"'$UA'"}]'
+  # The first two lease renewals are written but unanswered: the leader must keep its lease.
+  reset-after) RULES='[{"fault":"reset-after","verbs":["update"],"resources":["leases"],"limit":2,"userAgent":"'$UA'"},
+                       {"fault":"reset-after","fraction":0.3,'$WRITES',"userAgent":"'$UA'"}]'
     WANT_CODES="0" ;;
   # Answers 3 s late to an operator that waits 1 s for each (--kube-api-timeout).
   slow) RULES='[{"fault":"slow","fraction":0.1,"delaySeconds":3,"userAgent":"'$UA'"}]'
@@ -32,7 +34,7 @@ case $CASE in
     WANT_CODES="" ;;
   *) fail "unknown case $CASE" ;;
 esac
-FAULT_NAMES=$(jq -r '[.[].fault] | join(" ")' <<<"$RULES")
+FAULT_NAMES=$(jq -r '[.[].fault] | unique | join(" ")' <<<"$RULES")
 
 start_kubesim
 kc apply -f "$CRD" >/dev/null
@@ -120,6 +122,9 @@ for r in RunStarted RunSucceeded JobSucceeded; do
   grep -q "^$r " <<<"$reasons" || fail "no $r event: $reasons"
 done
 echo "$CASE: events: $(awk '{ n[$1] += ($2 == "" ? 1 : $2) } END { for (r in n) printf "%s=%d ", r, n[r] }' <<<"$reasons")"
+
+# The operator kept its lease throughout (a renewal whose answer was lost is not a lost lease).
+! grep -q "lost the lease" "$WORK/operator.log" || fail "the operator lost its lease: $(grep -i lease "$WORK/operator.log")"
 
 wait_for 60 no_pods_of "$JOB" || fail "pods left: $(kc get pods -l trainbench.dev/job=$JOB -o name)"
 wait_for 30 no_containers_running || fail "processes left running: $(sim_admin GET /kubesim/v1/stats)"
