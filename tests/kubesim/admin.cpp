@@ -2,7 +2,8 @@
 //   POST /kubesim/v1/namespaces/NS/pods/NAME/kill?signal=9[&container=C]  signal a pod's processes
 //   POST /kubesim/v1/compact         drop the watch history (older resourceVersions get 410)
 //   POST /kubesim/v1/watches/close   end every open watch stream, as a dropped connection would
-//   GET  /kubesim/v1/stats           counters (requests, objects, resourceVersion, watches, pods)
+//   GET  /kubesim/v1/stats           counters (requests, objects, resourceVersion, watches, pods, faults)
+//   GET|PUT|POST|DELETE /kubesim/v1/faults   the fault injection rules (faults.hpp, README.md)
 
 #include <csignal>
 
@@ -39,7 +40,12 @@ void ApiServer::serve_admin(Ctx& c) {
     out["openWatches"] = open_watches_.load();
     out["auditEntries"] = audit_.count();
     if (kubelet_) out["kubelet"] = kubelet_->stats();
+    out["faults"] = faults_.describe();
     send_json(c, 200, out);
+    return;
+  }
+  if (parts.size() == 3 && parts[1] == "v1" && parts[2] == "faults") {
+    serve_faults_admin(c);
     return;
   }
   if (parts.size() == 3 && parts[1] == "v1" && parts[2] == "compact" && m == "POST") {
