@@ -41,18 +41,24 @@ const std::vector<int>& resnet_stage_depths(const std::string& model) {
   return none;
 }
 
-int model_block_count(const BenchmarkSpec& b) {
+int model_block_count(const std::string& model, const MlpSpec& mlp, const TransformerSpec& transformer,
+                      const HybridEmbeddingSpec& hybrid_embedding) {
   const auto size = [](const std::vector<int>& v) { return static_cast<int>(v.size()); };
-  if (b.model == "mlp") return size(b.mlp.hidden_sizes) + 1;  // one block per Linear layer
-  if (is_transformer_model(b.model))
-    return resolve_transformer(b.model, b.transformer).layers + 2;                     // embeddings, layers, head
-  if (b.model == "mlstm") return 3;                                                    // embedding, recurrence, decoder
-  if (b.model == "hybrid-embedding") return size(b.hybrid_embedding.dense_sizes) + 2;  // tables, Linear layers
-  const auto& depths = resnet_stage_depths(b.model);
+  // mlp: one block per Linear layer; transformers: embeddings, layers, head; mlstm: embedding,
+  // recurrence, decoder; hybrid-embedding: the tables, then one per Linear layer.
+  if (model == "mlp") return size(mlp.hidden_sizes) + 1;
+  if (is_transformer_model(model)) return resolve_transformer(model, transformer).layers + 2;
+  if (model == "mlstm") return 3;
+  if (model == "hybrid-embedding") return size(hybrid_embedding.dense_sizes) + 2;
+  const auto& depths = resnet_stage_depths(model);
   if (depths.empty()) return 0;
   int blocks = 2;  // stem, head
   for (int d : depths) blocks += d;
   return blocks;
+}
+
+int model_block_count(const BenchmarkSpec& b) {
+  return model_block_count(b.model, b.mlp, b.transformer, b.hybrid_embedding);
 }
 
 nlohmann::json to_json(const TransformerSpec& t) {

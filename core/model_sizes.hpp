@@ -38,6 +38,8 @@ const std::vector<int>& resnet_stage_depths(const std::string& model);
 /// blocks()): mlp one per Linear layer; ResNets stem, residual blocks, head (resnet50: 18);
 /// transformers embeddings, layers, head; mlstm 3; hybrid-embedding the tables and one per
 /// Linear layer. 0 for an unknown model.
+int model_block_count(const std::string& model, const MlpSpec& mlp, const TransformerSpec& transformer,
+                      const HybridEmbeddingSpec& hybrid_embedding);
 int model_block_count(const BenchmarkSpec& b);
 
 nlohmann::json to_json(const TransformerSpec& t);

@@ -13,6 +13,7 @@
 #include <limits>
 #include <string>
 
+#include "core/model_sizes.hpp"
 #include "worker/torch_compat.hpp"
 #include "worker/worker_error.hpp"
 
@@ -107,6 +108,12 @@ PipelineStage::PipelineStage(BenchModel& model, const RunConfig& config, Communi
     : comm_(comm), model_(model), stage_(comm.rank()), stages_(comm.size()), micro_batches_(config.pipeline.micro_batches) {
   std::vector<ModelBlock> all = model.blocks();
   if (all.empty()) throw ConfigError("paradigm " + config.paradigm + ": model " + config.model + " cannot be split into stages");
+  // Validation checks boundaries against core's count of the same blocks: the two must agree.
+  const int counted = model_block_count(config.model, config.mlp, config.transformer, config.hybrid_embedding);
+  if (counted != static_cast<int>(all.size())) {
+    throw ConfigError("model " + config.model + " has " + std::to_string(all.size()) + " blocks, core counts " +
+                      std::to_string(counted) + " (core/model_sizes.cpp model_block_count)");
+  }
   blocks_total_ = all.size();
   std::vector<std::int64_t> counts;
   for (const auto& b : all) {
