@@ -2,6 +2,8 @@
 //
 //   trainbench-operator [--kubeconfig PATH] [--context NAME] [--namespace NS]
 //                       [--leader-elect=true|false] [--lease-namespace NS] [--lease-name NAME]
+//                       [--leader-elect-lease-duration S] [--leader-elect-renew-deadline S]
+//                       [--leader-elect-retry-period S] [--node-lost-after S]
 //                       [--workers N] [--qps Q] [--burst B]
 //                       [--metrics-bind-address HOST:PORT|0] [--health-probe-bind-address HOST:PORT|0]
 //
@@ -46,6 +48,8 @@ void on_signal(int) { g_stop = true; }
 struct Flags {
   std::string kubeconfig, context, watch_namespace, lease_namespace, lease_name = "trainbench-operator";
   bool leader_elect = true;
+  int lease_duration_s = 15, renew_deadline_s = 10, retry_period_s = 2;
+  int node_lost_after_s = 60;
   int workers = 2;
   double qps = 50;
   int burst = 200;
@@ -80,9 +84,18 @@ Flags parse(int argc, char** argv) {
         usage_error(a + " must be a number, got \"" + v + "\"");
       }
     };
+    // Whole seconds, with or without Go's "s" suffix ("15" or "15s").
+    auto seconds = [&](std::string v) {
+      if (!v.empty() && v.back() == 's') v.pop_back();
+      const double d = number(v);
+      if (d < 0 || d > 86400 || d != static_cast<int>(d)) usage_error(a + " must be whole seconds in [0, 86400]");
+      return static_cast<int>(d);
+    };
     if (a == "--help" || a == "-h") {
       std::cout << "usage: trainbench-operator [--kubeconfig PATH] [--context NAME] [--namespace NS]\n"
                    "       [--leader-elect=true|false] [--lease-namespace NS] [--lease-name NAME]\n"
+                   "       [--leader-elect-lease-duration S] [--leader-elect-renew-deadline S]\n"
+                   "       [--leader-elect-retry-period S] [--node-lost-after S (0: off)]\n"
                    "       [--workers N] [--qps Q] [--burst B]\n"
                    "       [--metrics-bind-address HOST:PORT|0] [--health-probe-bind-address HOST:PORT|0]\n";
       std::exit(0);
@@ -100,6 +113,14 @@ Flags parse(int argc, char** argv) {
       const std::string v = has_inline ? value : "true";
       if (v != "true" && v != "false") usage_error("--leader-elect must be true or false");
       f.leader_elect = v == "true";
+    } else if (a == "--leader-elect-lease-duration") {
+      f.lease_duration_s = seconds(next());
+    } else if (a == "--leader-elect-renew-deadline") {
+      f.renew_deadline_s = seconds(next());
+    } else if (a == "--leader-elect-retry-period") {
+      f.retry_period_s = seconds(next());
+    } else if (a == "--node-lost-after") {
+      f.node_lost_after_s = seconds(next());
     } else if (a == "--workers") {
       f.workers = static_cast<int>(number(next()));
     } else if (a == "--qps") {
@@ -190,6 +211,9 @@ int main(int argc, char** argv) {
       le.lease_namespace = lease_ns;
       le.lease_name = flags.lease_name;
       le.identity = identity();
+      le.lease_duration = std::chrono::seconds(flags.lease_duration_s);
+      le.renew_deadline = std::chrono::seconds(flags.renew_deadline_s);
+      le.retry_period = std::chrono::seconds(flags.retry_period_s);
       elector = std::make_unique<trainbench::op::LeaderElector>(client, le);
       std::cerr << "trainbench-operator: waiting for the lease " << lease_ns << "/" << flags.lease_name << " as "
                 << le.identity << "\n";
@@ -207,6 +231,7 @@ int main(int argc, char** argv) {
     trainbench::op::ControllerOptions co;
     co.watch_namespace = flags.watch_namespace;
     co.workers = flags.workers;
+    co.node_lost_after = std::chrono::seconds(flags.node_lost_after_s);
     co.metrics = metrics;
     {
       trainbench::op::Controller controller(client, co);

@@ -109,10 +109,10 @@ void set_condition(json& status, const json& cond) {
 }
 
 json event(const JobContext& job, const std::string& type, const std::string& reason, const std::string& message,
-           const std::string& now, const std::string& suffix) {
+           const std::string& now, const std::string& name) {
   return {{"apiVersion", "v1"},
           {"kind", "Event"},
-          {"metadata", {{"name", job.name + "." + suffix}, {"namespace", job.namespace_}}},
+          {"metadata", {{"name", name}, {"namespace", job.namespace_}}},
           {"involvedObject",
            {{"apiVersion", "trainbench.dev/v1alpha1"}, {"kind", "BenchmarkJob"}, {"name", job.name},
             {"namespace", job.namespace_}, {"uid", job.uid}}},
@@ -137,6 +137,7 @@ class Reconcile {
 
   Decision run() {
     if (being_deleted(o_.job)) return std::move(d_);  // garbage collection removes what it owns
+    force_delete_lost_pods();
     BenchmarkJob spec;
     try {
       spec = parse_benchmark_job(o_.job.dump());
@@ -159,7 +160,7 @@ class Reconcile {
 
   void invalid(const std::string& why) {
     if (str_or(status_, "phase") != "Invalid") {
-      emit("Warning", "InvalidSpec", why);
+      emit("Warning", "InvalidSpec", why, "g" + std::to_string(generation_));
     }
     status_["phase"] = "Invalid";
     set_condition(status_, condition("Invalid", true, "InvalidSpec", why, now_, generation_));
@@ -172,7 +173,7 @@ class Reconcile {
     status_["completionTime"] = now_;
     set_condition(status_, condition("Running", false, reason, message, now_, generation_));
     set_condition(status_, condition("Failed", true, reason, message, now_, generation_));
-    emit("Warning", "JobFailed", message);
+    emit("Warning", "JobFailed", message, "");
     clean_up_finished_job();
   }
 
@@ -182,7 +183,7 @@ class Reconcile {
     const std::string msg = "all " + std::to_string(runs_total_) + " runs succeeded";
     set_condition(status_, condition("Running", false, "JobSucceeded", msg, now_, generation_));
     set_condition(status_, condition("Succeeded", true, "JobSucceeded", msg, now_, generation_));
-    emit("Normal", "JobSucceeded", msg);
+    emit("Normal", "JobSucceeded", msg, "");
     clean_up_finished_job();
   }
 
@@ -277,7 +278,8 @@ class Reconcile {
       }
       rs["phase"] = "Succeeded";
       rs["completionTime"] = now_;
-      emit("Normal", "RunSucceeded", "run " + std::to_string(run.index) + " (" + str_or(rs, "label") + ") succeeded");
+      emit("Normal", "RunSucceeded", "run " + std::to_string(run.index) + " (" + str_or(rs, "label") + ") succeeded",
+           run_key(run.index, -1));
       if (clean_pod_policy() == "All") {
         delete_pods(pods_of(run.index, -1), run_selector(run.index));
       } else {
@@ -337,6 +339,11 @@ class Reconcile {
       restart_or_fail(run, pol, failure);
       return;
     }
+    const std::string lost = lost_node_failure(present);
+    if (!lost.empty()) {
+      restart_or_fail(run, pol, lost, "NodeLost");
+      return;
+    }
 
     if (!created) {
       for (const auto& [name, want] : expected) {
@@ -348,7 +355,8 @@ class Reconcile {
       if (!rs.contains("startTime")) rs["startTime"] = now_;
       emit("Normal", "RunStarted",
            "run " + std::to_string(run.index) + " (" + str_or(rs, "label") + ") attempt " + std::to_string(attempt) +
-               ": created " + std::to_string(expected.size() - present.size()) + " pods");
+               ": created " + std::to_string(expected.size() - present.size()) + " pods",
+           run_key(run.index, attempt));
       requeue(std::chrono::seconds(pol.scheduling_timeout_seconds));
       return;
     }
@@ -371,14 +379,16 @@ class Reconcile {
       rs["phase"] = "Failed";
       rs["completionTime"] = now_;
       rs["message"] = "pods not running after " + std::to_string(pol.scheduling_timeout_seconds) + " s: " + list;
-      emit("Warning", "RunFailed", "run " + std::to_string(run.index) + ": " + str_or(rs, "message"));
+      emit("Warning", "RunFailed", "run " + std::to_string(run.index) + ": " + str_or(rs, "message"),
+           run_key(run.index, attempt));
       fail_job("SchedulingTimeout", "run " + std::to_string(run.index) + ": " + str_or(rs, "message"));
       return;
     }
     requeue(limit - o_.now);
   }
 
-  void restart_or_fail(const RunConfig& run, const RunPolicy& pol, const std::string& failure) {
+  void restart_or_fail(const RunConfig& run, const RunPolicy& pol, const std::string& failure,
+                       const std::string& reason = "BackoffLimitExceeded") {
     json& rs = run_status(run.index);
     const int restarts = int_or(rs, "restarts", 0);
     delete_pods(pods_of(run.index, -1), run_selector(run.index));
@@ -390,16 +400,61 @@ class Reconcile {
       rs["message"] = failure;
       emit("Warning", "RunRestarted",
            "run " + std::to_string(run.index) + " restarted (" + std::to_string(restarts + 1) + "/" +
-               std::to_string(pol.backoff_limit) + "): " + failure);
+               std::to_string(pol.backoff_limit) + "): " + failure,
+           run_key(run.index, int_or(rs, "attempt", 0) - 1));
       requeue(std::chrono::seconds(1));
       return;
     }
     rs["phase"] = "Failed";
     rs["completionTime"] = now_;
     rs["message"] = failure;
-    emit("Warning", "RunFailed", "run " + std::to_string(run.index) + " failed: " + failure);
-    fail_job("BackoffLimitExceeded", "run " + std::to_string(run.index) + " failed after " + std::to_string(restarts) +
-                                         " restarts: " + failure);
+    emit("Warning", "RunFailed", "run " + std::to_string(run.index) + " failed: " + failure,
+         run_key(run.index, int_or(rs, "attempt", 0)));
+    fail_job(reason, "run " + std::to_string(run.index) + " failed after " + std::to_string(restarts) +
+                         " restarts: " + failure);
+  }
+
+  // ---- lost nodes ----
+
+  /// How the node `pod` runs on is lost ("" when it is not): its Ready condition has not been
+  /// True for node_lost_after. A node not Ready for less requeues for the moment it would be.
+  std::string lost_node(const json& pod) {
+    if (o_.node_lost_after.count() <= 0) return "";
+    const std::string node = str_or(get_or(pod, "spec", json::object()), "nodeName");
+    const auto it = o_.unready_nodes.find(node);
+    if (node.empty() || it == o_.unready_nodes.end()) return "";
+    const NodeTrouble& t = it->second;
+    const auto lost_at = t.since + o_.node_lost_after;
+    if (o_.now < lost_at) {
+      requeue(lost_at - o_.now);
+      return "";
+    }
+    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(o_.now - t.since).count();
+    return "node " + node + " lost: Ready=" + t.status + " for " + std::to_string(secs) + " s (" + t.reason +
+           (t.message.empty() ? "" : ": " + t.message) + "; --node-lost-after " +
+           std::to_string(o_.node_lost_after.count()) + " s)";
+  }
+
+  /// Pods on a lost node never finish terminating (no kubelet confirms it): they are
+  /// force-deleted (gracePeriodSeconds 0, as kubectl delete --force), whatever their phase.
+  void force_delete_lost_pods() {
+    for (const auto& p : o_.pods) {
+      if (lost_node(p).empty()) continue;
+      deleted_.insert(pod_name(p));
+      d_.actions.push_back({Action::Verb::Delete, "pods", pod_name(p), json(), "", {}, 0});
+    }
+  }
+
+  /// "node N lost: ...; its pods: a, b" for the first of this attempt's pods on a lost node.
+  std::string lost_node_failure(const std::map<std::string, json>& present) {
+    std::string first, pods;
+    for (const auto& [name, p] : present) {
+      const std::string lost = lost_node(p);
+      if (lost.empty() || (!first.empty() && lost != first)) continue;
+      first = lost;
+      pods += (pods.empty() ? "" : ", ") + name;
+    }
+    return first.empty() ? "" : first + "; pods on it: " + pods;
   }
 
   // ---- report ----
@@ -493,11 +548,24 @@ class Reconcile {
     }
   }
 
-  void emit(const std::string& type, const std::string& reason, const std::string& message) {
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(o_.now.time_since_epoch()).count();
-    char suffix[40];
-    std::snprintf(suffix, sizeof suffix, "%llx%02zx", static_cast<unsigned long long>(ns), events_++);
-    d_.actions.push_back({Action::Verb::Event, "events", "", event(job_, type, reason, message, now_, suffix), "", {}});
+  /// "r<run>" or "r<run>.a<attempt>": which run (and attempt) an Event's transition belongs to.
+  static std::string run_key(int run, int attempt) {
+    return "r" + std::to_string(run) + (attempt >= 0 ? ".a" + std::to_string(attempt) : "");
+  }
+
+  /// Records a transition's Event under a name derived from the transition itself (job uid,
+  /// reason, run, attempt, generation: transition_event_name), never from the clock. The Event is created
+  /// before the status write that records the transition; a leader killed between the two
+  /// leaves it behind, the next one decides the same transition again and its create of the same
+  /// name answers 409 AlreadyExists, a no-op: one Event per transition.
+  void emit(const std::string& type, const std::string& reason, const std::string& message, const std::string& key) {
+    d_.actions.push_back(
+        {Action::Verb::Event,
+         "events",
+         "",
+         event(job_, type, reason, message, now_, transition_event_name(job_.name, job_.uid, reason, key)),
+         "",
+         {}});
   }
 
   void requeue(Clock::duration after) {
@@ -522,7 +590,6 @@ class Reconcile {
   json status_;
   json original_status_;
   int runs_total_ = 0;
-  std::size_t events_ = 0;
   std::set<std::string> deleted_;
   Decision d_;
 };

@@ -1,6 +1,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +12,14 @@
 namespace trainbench::op {
 
 using Clock = std::chrono::system_clock;
+
+/// A node whose Ready condition is not True (False or Unknown), from its condition.
+struct NodeTrouble {
+  std::string status;       ///< "False" or "Unknown"
+  std::string reason;       ///< e.g. NodeStatusUnknown
+  std::string message;      ///< e.g. "Kubelet stopped posting node status."
+  Clock::time_point since;  ///< the condition's lastTransitionTime
+};
 
 /// Everything reconcile looks at for one BenchmarkJob, read fresh from the API (or the
 /// informers' caches). The controller is level-triggered: this snapshot is all it needs.
@@ -22,6 +32,11 @@ struct Observed {
   bool reporter_role = false;
   bool reporter_role_binding = false;
   Clock::time_point now;
+  /// The nodes of the job's pods whose Ready condition is not True (absent: Ready, or unknown).
+  std::map<std::string, NodeTrouble> unready_nodes;
+  /// A node not Ready for this long is lost: the run on it fails (restart under backoffLimit)
+  /// and its pods are force-deleted. 0: nodes are not looked at. docs/operator.md, "Lost nodes".
+  std::chrono::seconds node_lost_after{0};
 };
 
 /// One thing to do to the cluster. Creates that answer 409 AlreadyExists and deletes that
@@ -36,6 +51,8 @@ struct Action {
   nlohmann::json body;   ///< object to create, status merge patch, or event
   std::string label_selector;      ///< for DeleteCollection
   std::vector<std::string> names;  ///< for DeleteCollection: the known objects it deletes
+  /// For Delete: gracePeriodSeconds (0: a forced delete, for pods on a lost node); unset: the pod's own.
+  std::optional<std::int64_t> grace_period_seconds;
 };
 
 struct Decision {
