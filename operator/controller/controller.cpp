@@ -186,9 +186,7 @@ bool Controller::reconcile_once(const std::string& key) {
   o.reporter_role = exists(*roles_, key, "roles", ns, reporter_name(name), now);
   o.reporter_role_binding = exists(*bindings_, key, "rolebindings", ns, reporter_name(name), now);
   o.now = Clock::now();
-  o.unready_nodes = unready_nodes(o.pods);
-  o.node_lost_after = options_.node_lost_after;
-  const Decision d = reconcile(o);
+  const Decision d = reconcile(o, {unready_nodes(o.pods), options_.node_lost_after});
   const std::string version = o.job["metadata"].value("resourceVersion", "");
   try {
     for (const auto& a : d.actions) execute(key, ns, version, a);
@@ -226,10 +224,11 @@ void Controller::execute(const std::string& key, const std::string& ns, const st
       }
       return;
     case Action::Verb::Delete:
+    case Action::Verb::ForceDelete:
       try {
         kube::DeleteOptions opts;
         opts.propagation_policy = "Background";
-        opts.grace_period_seconds = a.grace_period_seconds;
+        if (a.verb == Action::Verb::ForceDelete) opts.grace_period_seconds = 0;
         client_->remove(type, ns, a.name, opts);
         own_.deleted(key, a.resource, a.name, now);
       } catch (const kube::NotFoundError&) {

@@ -128,7 +128,8 @@ json event(const JobContext& job, const std::string& type, const std::string& re
 
 class Reconcile {
  public:
-  explicit Reconcile(const Observed& o) : o_(o), job_(job_context(o.job)), now_(format_time(o.now)) {
+  Reconcile(const Observed& o, const NodeHealth& nodes)
+      : o_(o), nodes_(nodes), job_(job_context(o.job)), now_(format_time(o.now)) {
     generation_ = o.job.at("metadata").value("generation", std::int64_t{1});
     status_ = get_or(o.job, "status", json::object());
     if (!status_.is_object()) status_ = json::object();
@@ -419,12 +420,12 @@ class Reconcile {
   /// How the node `pod` runs on is lost ("" when it is not): its Ready condition has not been
   /// True for node_lost_after. A node not Ready for less requeues for the moment it would be.
   std::string lost_node(const json& pod) {
-    if (o_.node_lost_after.count() <= 0) return "";
+    if (nodes_.lost_after.count() <= 0) return "";
     const std::string node = str_or(get_or(pod, "spec", json::object()), "nodeName");
-    const auto it = o_.unready_nodes.find(node);
-    if (node.empty() || it == o_.unready_nodes.end()) return "";
+    const auto it = nodes_.unready.find(node);
+    if (node.empty() || it == nodes_.unready.end()) return "";
     const NodeTrouble& t = it->second;
-    const auto lost_at = t.since + o_.node_lost_after;
+    const auto lost_at = t.since + nodes_.lost_after;
     if (o_.now < lost_at) {
       requeue(lost_at - o_.now);
       return "";
@@ -432,7 +433,7 @@ class Reconcile {
     const auto secs = std::chrono::duration_cast<std::chrono::seconds>(o_.now - t.since).count();
     return "node " + node + " lost: Ready=" + t.status + " for " + std::to_string(secs) + " s (" + t.reason +
            (t.message.empty() ? "" : ": " + t.message) + "; --node-lost-after " +
-           std::to_string(o_.node_lost_after.count()) + " s)";
+           std::to_string(nodes_.lost_after.count()) + " s)";
   }
 
   /// Pods on a lost node never finish terminating (no kubelet confirms it): they are
@@ -441,7 +442,7 @@ class Reconcile {
     for (const auto& p : o_.pods) {
       if (lost_node(p).empty()) continue;
       deleted_.insert(pod_name(p));
-      d_.actions.push_back({Action::Verb::Delete, "pods", pod_name(p), json(), "", {}, 0});
+      d_.actions.push_back({Action::Verb::ForceDelete, "pods", pod_name(p), json(), "", {}});
     }
   }
 
@@ -583,6 +584,7 @@ class Reconcile {
   }
 
   const Observed& o_;
+  const NodeHealth& nodes_;
   std::optional<BenchmarkJob> parsed_;
   JobContext job_;
   std::string now_;
@@ -596,7 +598,7 @@ class Reconcile {
 
 }  // namespace
 
-Decision reconcile(const Observed& observed) { return Reconcile(observed).run(); }
+Decision reconcile(const Observed& observed, const NodeHealth& nodes) { return Reconcile(observed, nodes).run(); }
 
 std::string format_time(Clock::time_point t) {
   const std::time_t tt = Clock::to_time_t(t);

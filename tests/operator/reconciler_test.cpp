@@ -82,13 +82,13 @@ void apply(Observed& o, const Decision& d) {
       if (a.resource == "roles") o.reporter_role = true;
       if (a.resource == "rolebindings") o.reporter_role_binding = true;
     } else if (a.verb == Action::Verb::DeleteCollection && a.resource == "pods") {
-      o.pods.erase(std::remove_if(o.pods.begin(), o.pods.end(),
-                                  [&](const json& p) { return matches(a.label_selector, p); }),
-                   o.pods.end());
-    } else if (a.verb == Action::Verb::Delete && a.resource == "pods") {
-      o.pods.erase(std::remove_if(o.pods.begin(), o.pods.end(),
-                                  [&](const json& p) { return p["metadata"]["name"] == a.name; }),
-                   o.pods.end());
+      o.pods.erase(
+          std::remove_if(o.pods.begin(), o.pods.end(), [&](const json& p) { return matches(a.label_selector, p); }),
+          o.pods.end());
+    } else if ((a.verb == Action::Verb::Delete || a.verb == Action::Verb::ForceDelete) && a.resource == "pods") {
+      o.pods.erase(
+          std::remove_if(o.pods.begin(), o.pods.end(), [&](const json& p) { return p["metadata"]["name"] == a.name; }),
+          o.pods.end());
     } else if (a.verb == Action::Verb::PatchStatus) {
       o.job["status"] = a.body["status"];
     }
@@ -373,7 +373,16 @@ TEST(Reconciler, TransitionEventsHaveOneNamePerTransition) {
   EXPECT_EQ(event_names(reconcile(recreated)), std::vector<std::string>{"bj.runstarted.r0.a0.01234567"});
 }
 
-/// Run 0 running with its master on n1 and its trainer on n2; n2 not Ready since t0 + 10 s.
+/// n2 not Ready since t0 + 10 s, lost after 60 s.
+NodeHealth n2_unknown() {
+  NodeHealth h;
+  h.unready["n2"] = {"Unknown", "NodeStatusUnknown", "Kubelet stopped posting node status.",
+                     t0() + std::chrono::seconds(10)};
+  h.lost_after = std::chrono::seconds(60);
+  return h;
+}
+
+/// Run 0 running with its master on n1 and its trainer on n2.
 Observed running_with_lost_node(int backoff_limit) {
   Observed o{job_object({{"runPolicy", {{"backoffLimit", backoff_limit}}}}), {}, {}, {}, false, false, false, t0()};
   apply(o, reconcile(o));
@@ -382,35 +391,26 @@ Observed running_with_lost_node(int backoff_limit) {
   for (auto& p : o.pods) {
     p["spec"]["nodeName"] = p["metadata"]["labels"]["trainbench.dev/role"] == "master" ? "n1" : "n2";
   }
-  o.unready_nodes["n2"] = {"Unknown", "NodeStatusUnknown", "Kubelet stopped posting node status.",
-                           t0() + std::chrono::seconds(10)};
-  o.node_lost_after = std::chrono::seconds(60);
   return o;
 }
 
-std::vector<const Action*> forced_deletes(const Decision& d) {
-  std::vector<const Action*> out;
-  for (const auto* a : of(d, Action::Verb::Delete, "pods")) {
-    if (a->grace_period_seconds == 0) out.push_back(a);
-  }
-  return out;
-}
+std::vector<const Action*> forced_deletes(const Decision& d) { return of(d, Action::Verb::ForceDelete, "pods"); }
 
 TEST(Reconciler, LostNodeRestartsTheRunNamingTheNodeAndForceDeletesItsPods) {
   Observed o = running_with_lost_node(1);
   o.now = t0() + std::chrono::seconds(40);  // not Ready for 30 s: not lost yet
-  Decision d = reconcile(o);
-  EXPECT_TRUE(of(d, Action::Verb::Delete).empty());
+  Decision d = reconcile(o, n2_unknown());
+  EXPECT_TRUE(forced_deletes(d).empty());
   EXPECT_TRUE(of(d, Action::Verb::DeleteCollection).empty());
   ASSERT_TRUE(d.requeue_after.has_value());
   EXPECT_LE(d.requeue_after->count(), 30200) << "reconciled again when the node would be lost";
 
   o.now = t0() + std::chrono::seconds(71);
-  d = reconcile(o);
+  d = reconcile(o, n2_unknown());
   const auto forced = forced_deletes(d);
   ASSERT_EQ(forced.size(), 1u);
   EXPECT_EQ(forced[0]->name, trainer_pod_name("bj", 0, 0, 0));
-  EXPECT_EQ(d.actions.front().verb, Action::Verb::Delete) << "forced before the run's collection delete";
+  EXPECT_EQ(d.actions.front().verb, Action::Verb::ForceDelete) << "forced before the run's collection delete";
   apply(o, d);
   const json& rs = o.job["status"]["runs"][0];
   EXPECT_EQ(rs["attempt"], 1);
@@ -427,7 +427,7 @@ TEST(Reconciler, LostNodeRestartsTheRunNamingTheNodeAndForceDeletesItsPods) {
 TEST(Reconciler, LostNodeWithBackoffSpentFailsTheJobWithReasonNodeLost) {
   Observed o = running_with_lost_node(0);
   o.now = t0() + std::chrono::seconds(71);
-  apply(o, reconcile(o));
+  apply(o, reconcile(o, n2_unknown()));
   EXPECT_EQ(o.job["status"]["phase"], "Failed");
   const json& failed = o.job["status"]["conditions"].back();
   EXPECT_EQ(failed["type"], "Failed");
@@ -441,7 +441,7 @@ TEST(Reconciler, PodStuckTerminatingOnALostNodeIsForceDeletedAfterTheJobEnds) {
   o.job["status"]["phase"] = "Succeeded";
   for (auto& p : o.pods) p["metadata"]["deletionTimestamp"] = "2026-11-22T10:00:05Z";
   o.now = t0() + std::chrono::seconds(71);
-  const Decision d = reconcile(o);
+  const Decision d = reconcile(o, n2_unknown());
   const auto forced = forced_deletes(d);
   ASSERT_EQ(forced.size(), 1u) << "only the pod on the lost node; the other one's kubelet confirms";
   EXPECT_EQ(forced[0]->name, trainer_pod_name("bj", 0, 0, 0));
@@ -449,9 +449,11 @@ TEST(Reconciler, PodStuckTerminatingOnALostNodeIsForceDeletedAfterTheJobEnds) {
 
 TEST(Reconciler, LostNodesAreIgnoredWhenTheBoundIsZero) {
   Observed o = running_with_lost_node(1);
-  o.node_lost_after = std::chrono::seconds(0);
+  NodeHealth off = n2_unknown();
+  off.lost_after = std::chrono::seconds(0);
   o.now = t0() + std::chrono::seconds(1000);
-  const Decision d = reconcile(o);
+  const Decision d = reconcile(o, off);
+  EXPECT_TRUE(forced_deletes(d).empty());
   EXPECT_TRUE(of(d, Action::Verb::Delete).empty());
   EXPECT_TRUE(of(d, Action::Verb::Event).empty());
 }
