@@ -11,7 +11,11 @@ jobs=$(nproc 2>/dev/null || echo 2)
 echo "== build (RelWithDebInfo) =="
 bash scripts/build.sh
 echo "== tests =="
-(cd build && ctest --output-on-failure --timeout 600 -j1)
+# Two tests at a time (CTEST_JOBS to change): every kubesim-backed test is safe beside any other
+# (each kubesim has its own pod IP block, tests/kubesim/README.md "Pod IPs"), and while one waits on
+# a pod or a watch the other computes. Tests that need the CPU to themselves (the CLI's real-worker
+# runs, the Prometheus timing comparison) are RUN_SERIAL in their CMakeLists and run alone.
+(cd build && ctest --output-on-failure --timeout 600 -j"${CTEST_JOBS:-2}")
 
 echo "== core/ and operator/ tests under AddressSanitizer + UBSan =="
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTRAINBENCH_BUILD_WORKER=OFF -DTRAINBENCH_SANITIZE=ON >/dev/null

@@ -3,7 +3,8 @@
 //   POST /kubesim/v1/compact         drop the watch history (older resourceVersions get 410)
 //   POST /kubesim/v1/watches/close   end every open watch stream, as a dropped connection would
 //   POST /kubesim/v1/nodes/NAME/lose  take a node away (node_lifecycle.hpp): its kubelet stops
-//   GET  /kubesim/v1/stats           counters (requests, objects, resourceVersion, watches, pods)
+//   GET  /kubesim/v1/stats           counters (requests, objects, resourceVersion, watches, pods, faults)
+//   GET|PUT|POST|DELETE /kubesim/v1/faults   the fault injection rules (faults.hpp, README.md)
 
 #include <csignal>
 
@@ -40,7 +41,12 @@ void ApiServer::serve_admin(Ctx& c) {
     out["openWatches"] = open_watches_.load();
     out["auditEntries"] = audit_.count();
     if (kubelet_) out["kubelet"] = kubelet_->stats();
+    out["faults"] = faults_.describe();
     send_json(c, 200, out);
+    return;
+  }
+  if (parts.size() == 3 && parts[1] == "v1" && parts[2] == "faults") {
+    serve_faults_admin(c);
     return;
   }
   if (parts.size() == 3 && parts[1] == "v1" && parts[2] == "compact" && m == "POST") {

@@ -109,6 +109,15 @@ class Responder : public HttpResponder {
   bool answered() const override { return answered_; }
   bool ok() const { return ok_; }
 
+  void reset_connection() override {
+    auto& sock = stream_.next_layer();
+    boost::system::error_code ec;
+    sock.set_option(net::socket_base::linger(true, 0), ec);
+    sock.close(ec);
+    ok_ = false;
+    answered_ = true;
+  }
+
  private:
   Stream& stream_;
   unsigned version_;

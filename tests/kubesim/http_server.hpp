@@ -44,6 +44,8 @@ class HttpResponder {
   /// Whether the peer has closed its side (checked without blocking).
   virtual bool peer_closed() = 0;
   virtual bool answered() const = 0;
+  /// Drops the connection at once with a TCP reset (SO_LINGER 0), whatever was sent so far.
+  virtual void reset_connection() = 0;
 };
 
 using HttpHandler = std::function<void(const HttpRequest&, HttpResponder&)>;

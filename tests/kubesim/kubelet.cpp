@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "netblock.hpp"
 #include "node_lifecycle.hpp"
 #include "pod_env.hpp"
 #include "process.hpp"
@@ -236,7 +237,7 @@ struct Kubelet::Impl {
     for (const auto& n : opts.nodes) {
       json labels = {{"kubernetes.io/hostname", n.name}, {"kubernetes.io/os", "linux"}, {"kubernetes.io/arch", "amd64"}};
       for (const auto& kv : n.labels) labels[kv.first] = kv.second;
-      std::string ip = "127.0.0." + std::to_string(10 + i++);
+      std::string ip = node_ip_in_block(opts.ip_prefix, i++);
       api.ensure("nodes", "",
                  {{"apiVersion", "v1"},
                   {"kind", "Node"},
@@ -397,7 +398,7 @@ struct Kubelet::Impl {
     std::lock_guard<std::mutex> lock(mu);
     for (unsigned tries = 0; tries < 254u * 254u; ++tries) {
       unsigned n = next_ip++;
-      std::string ip = "127.0." + std::to_string(1 + (n / 254) % 254) + "." + std::to_string(1 + n % 254);
+      std::string ip = pod_ip_in_block(opts.ip_prefix, n);
       if (used_ips.insert(ip).second) return ip;
     }
     return "127.0.0.1";
@@ -975,7 +976,11 @@ json Kubelet::stats() const {
     for (const auto& c : kv.second->containers) running += c.running ? 1 : 0;
   }
   const char* mode = impl_->opts.mode == KubeletMode::Process ? "process" : impl_->opts.mode == KubeletMode::Fake ? "fake" : "none";
-  return {{"mode", mode}, {"pods", impl_->runs.size()}, {"runningContainers", running}, {"podIPsInUse", impl_->used_ips.size()}};
+  return {{"mode", mode},
+          {"pods", impl_->runs.size()},
+          {"runningContainers", running},
+          {"podIPsInUse", impl_->used_ips.size()},
+          {"ipPrefix", impl_->opts.ip_prefix}};
 }
 
 }  // namespace kubesim

@@ -27,6 +27,8 @@ struct KubeletOptions {
   KubeletMode mode = KubeletMode::Process;
   std::vector<NodeSpec> nodes;
   std::string dir;              ///< per-pod directories go under DIR/pods
+  /// Every node and pod IP starts with this ("127.K.", the instance's NetBlock, netblock.hpp).
+  std::string ip_prefix = "127.0.";
   double max_grace_s = 3;       ///< SIGTERM -> SIGKILL wait is min(grace, this)
   double dns_wait_s = 60;       ///< how long a pod waits for its env's <svc>.<ns>.svc names to resolve
   /// The pod network shim (podnet_shim.cpp) preloaded into every container with KUBESIM_POD_IP:

@@ -3,7 +3,8 @@
 //   kubesim --listen 127.0.0.1:0 --dir DIR [--kubelet process|fake|none] [--node NAME[:k=v,...]]...
 //           [--bookmark-interval SECONDS] [--max-grace SECONDS] [--dns-wait SECONDS] [--podnet-lib PATH]
 //           [--prometheus-sd FILE]
-//           [--watch-history EVENTS] [--no-aggregated-discovery] [--node-monitor-grace SECONDS]
+//           [--watch-history EVENTS] [--no-aggregated-discovery] [--net-block K] [--faults JSON|@FILE]
+//           [--node-monitor-grace SECONDS]
 //
 // Writes DIR/{ca.crt,ca.key,server.crt,server.key,kubeconfig,admin-token,audit.log}, prints
 // "kubesim ready https://127.0.0.1:PORT" and serves until SIGTERM/SIGINT.
@@ -27,6 +28,7 @@
 #include "gc.hpp"
 #include "http_server.hpp"
 #include "kubelet.hpp"
+#include "netblock.hpp"
 #include "server.hpp"
 #include "tls.hpp"
 
@@ -40,7 +42,8 @@ namespace {
                "usage: kubesim --listen HOST:PORT --dir DIR [--kubelet process|fake|none] [--node NAME[:k=v,...]]...\n"
                "               [--bookmark-interval SECONDS] [--max-grace SECONDS] [--dns-wait SECONDS]\n"
                "               [--podnet-lib PATH] [--prometheus-sd FILE]\n"
-               "               [--watch-history EVENTS] [--no-aggregated-discovery] [--node-monitor-grace SECONDS]\n",
+               "               [--watch-history EVENTS] [--no-aggregated-discovery] [--net-block K]\n"
+               "               [--faults JSON|@FILE] [--node-monitor-grace SECONDS]\n",
                why.c_str());
   std::exit(2);
 }
@@ -82,6 +85,18 @@ std::string kubeconfig(const std::string& url, const std::string& ca_pem, const 
          "preferences: {}\n";
 }
 
+/// --faults JSON|@FILE: the fault injection rules (README.md, "Fault injection").
+void configure_faults(ApiServer& server, const std::string& arg) {
+  const std::string text = arg[0] == '@' ? read_file(arg.substr(1)) : arg;
+  json spec = json::parse(text, nullptr, false);
+  if (spec.is_discarded()) usage("--faults: not valid JSON");
+  try {
+    server.faults().configure(spec);
+  } catch (const ApiError& e) {
+    usage("--faults: " + e.message());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,6 +106,8 @@ int main(int argc, char** argv) {
   std::size_t history = 20000;
   std::optional<std::string> podnet;
   std::string prometheus_sd;
+  int net_block = 0;   // 0: the first free one
+  std::string faults;  // JSON, or @FILE
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -115,9 +132,15 @@ int main(int argc, char** argv) {
       else if (a == "--no-aggregated-discovery") sopts.aggregated_discovery = false;
       else if (a == "--podnet-lib") podnet = value();
       else if (a == "--prometheus-sd") prometheus_sd = value();
-      else if (a == "--help" || a == "-h") usage("help");
+      else if (a == "--faults")
+        faults = value();
+      else if (a == "--net-block") {
+        net_block = std::stoi(value());
+        if (net_block < NetBlock::kFirst || net_block > NetBlock::kLast) usage("--net-block must be 1..254");
+      } else if (a == "--help" || a == "-h")
+        usage("help");
       else usage("unknown argument " + a);
-    } catch (const std::invalid_argument&) {
+    } catch (const std::logic_error&) {  // std::stoi's invalid_argument and out_of_range
       usage("bad value for " + a);
     }
   }
@@ -151,6 +174,11 @@ int main(int argc, char** argv) {
     std::string host = listen.substr(0, colon);
     unsigned short port = static_cast<unsigned short>(std::stoi(listen.substr(colon + 1)));
 
+    // This instance's own pod and node IPs (127.K.0.0/16), held until the process ends.
+    NetBlock block = NetBlock::claim(net_block);
+    kopts.ip_prefix = block.prefix();
+    std::fprintf(stderr, "kubesim: pod and node IPs from %s\n", block.cidr().c_str());
+
     TokenAuthority tokens;
     write_file_atomic(dir + "/admin-token", tokens.admin_token() + "\n", 0600);
     Store store(history);
@@ -180,6 +208,7 @@ int main(int argc, char** argv) {
     Kubelet kubelet(api, tokens, kopts);
     kubelet.start();
     handler = std::make_unique<ApiServer>(api, tokens, audit, &kubelet, sopts);
+    if (!faults.empty()) configure_faults(*handler, faults);
     http.start();
 
     // Prometheus file-based service discovery: the running pods' ports, rewritten (atomically)

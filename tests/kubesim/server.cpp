@@ -119,6 +119,7 @@ void ApiServer::audit(Ctx& c) {
             {"uri", c.req.target},
             {"userAgent", c.req.header("user-agent")}};
   if (!c.impersonator.empty()) e["impersonator"] = c.impersonator;
+  if (!c.fault.empty()) e["fault"] = c.fault;
   if (c.info.resource_request) {
     e["apiGroup"] = c.info.group;
     e["apiVersion"] = c.info.version;
@@ -197,9 +198,18 @@ bool ApiServer::authenticate(Ctx& c) {
 
 void ApiServer::handle(const HttpRequest& req, HttpResponder& res) {
   ++requests_;
-  Ctx c{req, res, parse_request_info(req), {}, "", 0, false};
+  Ctx c{req, res, parse_request_info(req), {}, "", 0, false, ""};
   try {
-    if (authenticate(c)) dispatch(c);
+    if (authenticate(c)) {
+      FaultDecision f;  // injected faults (faults.hpp) hit API requests only, never /kubesim/
+      if (c.info.resource_request)
+        f = faults_.pick(c.info.verb, c.info.resource, c.info.subresource, req.header("user-agent"));
+      if (f.kind == FaultKind::kNone) {
+        dispatch(c);
+      } else {
+        serve_with_fault(c, f);
+      }
+    }
   } catch (const ApiError& e) {
     if (!res.answered()) send_error(c, e);
   } catch (const std::exception& e) {

@@ -11,6 +11,7 @@
 #include "api.hpp"
 #include "audit.hpp"
 #include "auth.hpp"
+#include "faults.hpp"
 #include "http_server.hpp"
 #include "kubelet.hpp"
 #include "table.hpp"
@@ -45,6 +46,8 @@ class ApiServer {
   void handle(const HttpRequest& req, HttpResponder& res);
   /// Ends every open watch stream (as a dropped connection would).
   void close_watches() { ++watch_epoch_; }
+  /// The fault injector (faults.hpp), configured by --faults and /kubesim/v1/faults.
+  FaultInjector& faults() { return faults_; }
   long long open_watches() const { return open_watches_; }
 
  private:
@@ -56,6 +59,7 @@ class ApiServer {
     std::string impersonator;
     int code = 0;
     bool logged = false;
+    std::string fault;  ///< the injected fault, for the audit log ("" when none)
   };
   void send_json(Ctx& c, int code, const json& body, const HeaderList& headers = {});
   void send_error(Ctx& c, const ApiError& e);
@@ -70,6 +74,11 @@ class ApiServer {
   void serve_token_request(Ctx& c);
   void serve_review(Ctx& c, const ResourceType& t);
   void serve_admin(Ctx& c);
+  void serve_faults_admin(Ctx& c);
+  /// Serves the request with fault `f` (faults.cpp).
+  void serve_with_fault(Ctx& c, const FaultDecision& f);
+  /// dispatch() answering through `res` instead of c.res.
+  void dispatch_via(Ctx& c, HttpResponder& res);
   /// Table / PartialObjectMetadata conversion per the Accept header.
   json shape_response(Ctx& c, const ResourceType& t, const json& obj, bool single);
 
@@ -81,6 +90,7 @@ class ApiServer {
   std::atomic<long long> watch_epoch_{0};
   std::atomic<long long> open_watches_{0};
   std::atomic<long long> requests_{0};
+  FaultInjector faults_;
 };
 
 }  // namespace kubesim

@@ -39,7 +39,10 @@ TEST(KubesimPods, FailedPodReportsExitCodeMessageAndLogs) {
   EXPECT_EQ(term["message"], "it broke\n");
   EXPECT_EQ(p["spec"]["nodeName"], "node-1");
   std::string ip = p["status"]["podIP"];
-  EXPECT_EQ(ip.rfind("127.0.", 0), 0u) << ip;
+  // From this instance's own block 127.K.0.0/16, K >= 1 (netblock.hpp).
+  const std::string prefix = sim.http("GET", "/kubesim/v1/stats").j()["kubelet"].value("ipPrefix", "?");
+  EXPECT_EQ(ip.rfind(prefix, 0), 0u) << ip << " not in " << prefix;
+  EXPECT_NE(prefix, "127.0.") << ip;
   CmdResult logs = sim.kubectl({"logs", "p1"});
   EXPECT_EQ(logs.out, "hi\n") << logs.err;
   // Succeeded for exit 0.

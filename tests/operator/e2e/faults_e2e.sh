@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# API faults (tests/kubesim/README.md, "Fault injection"): kubesim fails a seeded fraction of the
+# requests of the operator (and of the master pod's result writer: both say User-Agent
+# trainbench-operator) with one fault class, while the real operator runs a two-run mlp job
+# with real workers. Whatever the class, the operator converges:
+#   - the job ends Succeeded with both runs in its report (no lost status write);
+#   - no pod is created twice (kubesim's audit log: each pod name 201 once);
+#   - no hot loop: the operator's request rate (audit log) stays under its client-side limit,
+#     the figures are printed;
+#   - its API request counters show the injected codes, the transition Events are there, and
+#     nothing of the job is left running.
+# Usage: faults_e2e.sh CASE, CASE one of 5xx 429 reset-before reset-after slow watch-cut.
+source "$(dirname "$0")/lib.sh"
+
+CASE=${1:?usage: faults_e2e.sh 5xx|429|reset-before|reset-after|slow|watch-cut}
+UA=trainbench-operator
+WRITES='"verbs":["create","update","patch","delete","deletecollection"]'
+OP_ARGS=()
+case $CASE in
+  5xx) RULES='[{"fault":"500","fraction":0.2,"userAgent":"'$UA'"},{"fault":"503","fraction":0.15,"userAgent":"'$UA'"}]'
+    WANT_CODES="500 503" ;;
+  429) RULES='[{"fault":"429","fraction":0.3,"retryAfterSeconds":1,"userAgent":"'$UA'"}]'
+    WANT_CODES="429" ;;
+  reset-before) RULES='[{"fault":"reset-before","fraction":0.25,"userAgent":"'$UA'"}]'
+    WANT_CODES="0" ;;
+  reset-after) RULES='[{"fault":"reset-after","fraction":0.3,'$WRITES',"userAgent":"'$UA'"}]'
+    WANT_CODES="0" ;;
+  # Answers 3 s late to an operator that waits 1 s for each (--kube-api-timeout).
+  slow) RULES='[{"fault":"slow","fraction":0.1,"delaySeconds":3,"userAgent":"'$UA'"}]'
+    OP_ARGS=(--kube-api-timeout 1); WANT_CODES="0" ;;
+  watch-cut) RULES='[{"fault":"watch-cut","fraction":0.7,"cutAfterEvents":1,"userAgent":"'$UA'"}]'
+    WANT_CODES="" ;;
+  *) fail "unknown case $CASE" ;;
+esac
+FAULT_NAMES=$(jq -r '[.[].fault] | join(" ")' <<<"$RULES")
+
+start_kubesim
+kc apply -f "$CRD" >/dev/null
+wait_for 20 kc get bj || fail "the CRD did not appear in discovery"
+curl -sS --fail --cacert "$WORK/sim/ca.crt" -H "Authorization: Bearer $(cat "$WORK/sim/admin-token")" \
+  -X PUT --data-binary "{\"seed\": 11, \"rules\": $RULES}" "$SIM_URL/kubesim/v1/faults" >/dev/null ||
+  fail "kubesim refused the fault rules $RULES"
+start_operator "${OP_ARGS[@]}"
+wait_for 20 grep -q "serving metrics on" "$WORK/operator.log" || fail "operator serves no metrics"
+OP_METRICS=$(sed -n 's|.*serving metrics on \(.*\)/metrics|\1|p' "$WORK/operator.log" | head -1)
+
+JOB=faulty
+mlp_job "$JOB" 20 "{backoffLimit: 2, collectiveTimeoutSeconds: 60, schedulingTimeoutSeconds: 120}" \
+  "{nodes: 1, devicesPerNode: 1, paradigm: none}" "{nodes: 2, devicesPerNode: 1}" | kc apply -f - >/dev/null
+T0=$SECONDS
+wait_for 300 phase_is "$JOB" Succeeded || fail "job did not succeed under $CASE: $(kc get bj $JOB -o jsonpath='{.status}')"
+echo "$CASE: job Succeeded after $((SECONDS - T0)) s"
+
+# No lost status write: both runs in the report, each with its rank rows.
+[ "$(kc get bj "$JOB" -o jsonpath='{.status.report.runs[*].phase}')" = "Succeeded Succeeded" ] ||
+  fail "report runs: $(kc get bj $JOB -o jsonpath='{.status.report}')"
+[ "$(kc get bj "$JOB" -o jsonpath='{.status.report.runs[0].ranks[*].rank}')" = "0" ] || fail "run 0's rank rows"
+[ "$(kc get bj "$JOB" -o jsonpath='{.status.report.runs[1].ranks[*].rank}')" = "0 1" ] || fail "run 1's rank rows"
+kc get bj "$JOB" -o jsonpath='{.status.conditions[?(@.type=="Succeeded")].status}' | grep -qx True ||
+  fail "Succeeded condition"
+
+# The faults really happened.
+stats=$(sim_admin GET /kubesim/v1/stats)
+for f in $FAULT_NAMES; do
+  n=$(jq -r --arg f "$f" '.faults.injected[$f] // 0' <<<"$stats")
+  echo "$CASE: kubesim injected $n x $f"
+  [ "$n" -ge 1 ] || fail "no $f fault was injected: $(jq -c .faults <<<"$stats")"
+done
+
+# No duplicate pod: every pod name was created (201) once. A reset after the write shows here
+# as a 201 the operator never saw, and its retry as a 409.
+dups=$(pods_created | sort | uniq -d)
+[ -z "$dups" ] || fail "pods created twice: $dups"
+echo "$CASE: $(pods_created | wc -l) pods created, each once"
+
+# No hot loop: the operator's requests per second, from the audit log.
+rates=$(python3 - "$WORK/sim/audit.log" "$UA" <<'PY'
+import json, sys, datetime, collections
+per_sec = collections.Counter()
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if sys.argv[2] not in e.get("userAgent", ""):
+        continue
+    t = datetime.datetime.fromisoformat(e["ts"].replace("Z", "+00:00")).timestamp()
+    per_sec[int(t)] += 1
+if not per_sec:
+    print("0 0 0 0 0"); sys.exit()
+lo, hi = min(per_sec), max(per_sec)
+span = hi - lo + 1
+total = sum(per_sec.values())
+peak1 = max(per_sec.values())
+peak10 = max(sum(per_sec[s] for s in range(a, a + 10)) for a in range(lo, hi + 1))
+print(total, span, f"{total / span:.1f}", peak1, peak10)
+PY
+)
+read -r total span mean peak1 peak10 <<<"$rates"
+echo "$CASE: operator requests: $total in $span s, mean $mean/s, peak $peak1 in 1 s, $peak10 in 10 s"
+# The client-side limit (50 QPS, burst 200, operator defaults) caps any 10 s at 700; a hot loop
+# against a failing server would reach it. Far below: backoff, not the limiter, sets the pace.
+[ "$peak10" -le 700 ] || fail "request rate: $peak10 requests in 10 s exceeds the client-side limit"
+[ "$peak10" -le 300 ] || fail "request rate: $peak10 requests in 10 s: a hot loop"
+
+# Its API request counters by code show what the server answered (0: no answer).
+metrics=$(curl -sf "http://$OP_METRICS/metrics") || fail "operator /metrics"
+for code in $WANT_CODES; do
+  n=$(grep '^trainbench_operator_api_requests_total{' <<<"$metrics" | grep "code=\"$code\"" |
+      awk '{ s += $2 } END { print s + 0 }')
+  echo "$CASE: operator counted $n requests with code $code"
+  [ "$n" -ge 1 ] || fail "no request counted with code $code: $(grep api_requests_total <<<"$metrics")"
+done
+if [ "$CASE" = watch-cut ]; then
+  n=$(grep '^trainbench_operator_watch_restarts_total{' <<<"$metrics" | awk '{ s += $2 } END { print s + 0 }')
+  echo "$CASE: operator re-opened watches $n times"
+  [ "$n" -ge 1 ] || fail "no watch restart counted"
+fi
+
+# Events: each transition is there; repeats are counted and shown.
+reasons=$(kc get events --field-selector "involvedObject.name=$JOB" -o jsonpath='{range .items[*]}{.reason} {.count}{"\n"}{end}')
+for r in RunStarted RunSucceeded JobSucceeded; do
+  grep -q "^$r " <<<"$reasons" || fail "no $r event: $reasons"
+done
+echo "$CASE: events: $(awk '{ n[$1] += ($2 == "" ? 1 : $2) } END { for (r in n) printf "%s=%d ", r, n[r] }' <<<"$reasons")"
+
+wait_for 60 no_pods_of "$JOB" || fail "pods left: $(kc get pods -l trainbench.dev/job=$JOB -o name)"
+wait_for 30 no_containers_running || fail "processes left running: $(sim_admin GET /kubesim/v1/stats)"
+echo "PASS faults_e2e $CASE"
