@@ -20,11 +20,11 @@ RANDOM=$SEED
 MAX_ACTIVE=${MAX_ACTIVE:-2}
 POD_KILLS_PER_JOB=2
 BACKOFF_LIMIT=3
-# Per 0.5 s tick, one chance in N.
-OP_KILL_1_IN=${OP_KILL_1_IN:-8}
-POD_KILL_1_IN=${POD_KILL_1_IN:-10}
-WATCH_DROP_1_IN=${WATCH_DROP_1_IN:-14}
-COMPACT_1_IN=${COMPACT_1_IN:-22}
+# Per tick (a 0.5 s sleep plus a few kubectl calls, about 1.5 s here), one chance in N.
+OP_KILL_1_IN=${OP_KILL_1_IN:-3}
+POD_KILL_1_IN=${POD_KILL_1_IN:-6}
+WATCH_DROP_1_IN=${WATCH_DROP_1_IN:-8}
+COMPACT_1_IN=${COMPACT_1_IN:-12}
 
 start_kubesim --node n1 --node n2
 KUBESIM_PID=${PIDS[0]}
