@@ -147,6 +147,17 @@ std::string identity() {
   return std::string(host) + "_" + suffix;
 }
 
+trainbench::op::LeaderElectionConfig election_config(const Flags& flags, const std::string& lease_ns) {
+  trainbench::op::LeaderElectionConfig le;
+  le.lease_namespace = lease_ns;
+  le.lease_name = flags.lease_name;
+  le.identity = identity();
+  le.lease_duration = std::chrono::seconds(flags.lease_duration_s);
+  le.renew_deadline = std::chrono::seconds(flags.renew_deadline_s);
+  le.retry_period = std::chrono::seconds(flags.retry_period_s);
+  return le;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -207,13 +218,7 @@ int main(int argc, char** argv) {
 
     std::unique_ptr<trainbench::op::LeaderElector> elector;
     if (flags.leader_elect) {
-      trainbench::op::LeaderElectionConfig le;
-      le.lease_namespace = lease_ns;
-      le.lease_name = flags.lease_name;
-      le.identity = identity();
-      le.lease_duration = std::chrono::seconds(flags.lease_duration_s);
-      le.renew_deadline = std::chrono::seconds(flags.renew_deadline_s);
-      le.retry_period = std::chrono::seconds(flags.retry_period_s);
+      const trainbench::op::LeaderElectionConfig le = election_config(flags, lease_ns);
       elector = std::make_unique<trainbench::op::LeaderElector>(client, le);
       std::cerr << "trainbench-operator: waiting for the lease " << lease_ns << "/" << flags.lease_name << " as "
                 << le.identity << "\n";

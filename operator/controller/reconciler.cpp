@@ -321,28 +321,10 @@ class Reconcile {
     std::map<std::string, json> present;
     for (const auto& p : pods_of(run.index, attempt)) present.emplace(pod_name(p), p);
 
-    // Failures: a failed pod, a pod gone after it was created, a master that ended without result.
-    std::string failure;
     const bool created = get_or(rs, "podsCreated", false).get<bool>();
-    for (const auto& [name, want] : expected) {
-      auto it = present.find(name);
-      if (it == present.end()) {
-        if (created && failure.empty()) failure = "pod " + name + " disappeared";
-        continue;
-      }
-      const std::string ph = pod_phase(it->second);
-      if (ph == "Failed" && failure.empty()) failure = pod_failure(it->second);
-      if (ph == "Succeeded" && label(it->second, kRoleLabel) == "master" && failure.empty()) {
-        failure = "master pod " + name + " ended without delivering a result";
-      }
-    }
+    const auto [failure, reason] = attempt_failure(expected, present, created);
     if (!failure.empty()) {
-      restart_or_fail(run, pol, failure);
-      return;
-    }
-    const std::string lost = lost_node_failure(present);
-    if (!lost.empty()) {
-      restart_or_fail(run, pol, lost, "NodeLost");
+      restart_or_fail(run, pol, failure, reason);
       return;
     }
 
@@ -388,8 +370,28 @@ class Reconcile {
     requeue(limit - o_.now);
   }
 
+  /// Why this attempt failed ("" while it has not), with the job's reason should the run fail
+  /// for good: a failed pod, a pod gone after it was created, a master that ended without a
+  /// result (BackoffLimitExceeded), or a pod on a lost node (NodeLost).
+  std::pair<std::string, std::string> attempt_failure(const std::map<std::string, json>& expected,
+                                                      const std::map<std::string, json>& present, bool created) {
+    for (const auto& [name, want] : expected) {
+      auto it = present.find(name);
+      if (it == present.end()) {
+        if (created) return {"pod " + name + " disappeared", "BackoffLimitExceeded"};
+        continue;
+      }
+      const std::string ph = pod_phase(it->second);
+      if (ph == "Failed") return {pod_failure(it->second), "BackoffLimitExceeded"};
+      if (ph == "Succeeded" && label(it->second, kRoleLabel) == "master") {
+        return {"master pod " + name + " ended without delivering a result", "BackoffLimitExceeded"};
+      }
+    }
+    return {lost_node_failure(present), "NodeLost"};
+  }
+
   void restart_or_fail(const RunConfig& run, const RunPolicy& pol, const std::string& failure,
-                       const std::string& reason = "BackoffLimitExceeded") {
+                       const std::string& reason) {
     json& rs = run_status(run.index);
     const int restarts = int_or(rs, "restarts", 0);
     delete_pods(pods_of(run.index, -1), run_selector(run.index));
