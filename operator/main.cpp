@@ -54,6 +54,7 @@ struct Flags {
   double qps = 50;
   int burst = 200;
   std::string metrics_address = ":8080", health_address = ":8081";
+  double api_timeout_s = 30;  ///< per API request (not watches), as kubectl's --request-timeout
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -98,6 +99,7 @@ Flags parse(int argc, char** argv) {
                    "       [--leader-elect-retry-period S] [--node-lost-after S (0: off)]\n"
                    "       [--workers N] [--qps Q] [--burst B]\n"
                    "       [--metrics-bind-address HOST:PORT|0] [--health-probe-bind-address HOST:PORT|0]\n";
+      std::cout << "       [--kube-api-timeout SECONDS (per API request, default 30)]\n";
       std::exit(0);
     } else if (a == "--kubeconfig") {
       f.kubeconfig = next();
@@ -131,11 +133,26 @@ Flags parse(int argc, char** argv) {
       f.metrics_address = next();
     } else if (a == "--health-probe-bind-address") {
       f.health_address = next();
+    } else if (a == "--kube-api-timeout") {
+      f.api_timeout_s = number(next());
+      if (!(f.api_timeout_s >= 0.1 && f.api_timeout_s <= 3600))
+        usage_error("--kube-api-timeout must be in [0.1, 3600]");
     } else {
       usage_error("unknown argument \"" + args[i] + "\"");
     }
   }
   return f;
+}
+
+/// The API client's settings: the kubeconfig (or in-cluster config), rate limit and timeout.
+trainbench::kube::ClientConfig client_config(const Flags& flags) {
+  trainbench::kube::ClientConfig config = flags.kubeconfig.empty()
+                                              ? trainbench::kube::load_default_config(flags.context)
+                                              : trainbench::kube::load_kubeconfig(flags.kubeconfig, flags.context);
+  config.qps = flags.qps;
+  config.burst = flags.burst;
+  config.timeout = std::chrono::milliseconds(static_cast<long long>(flags.api_timeout_s * 1000));
+  return config;
 }
 
 std::string identity() {
@@ -170,11 +187,7 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGPIPE, SIG_IGN);  // a peer closing a connection is an error return, not a death
   try {
-    trainbench::kube::ClientConfig config = flags.kubeconfig.empty()
-                                                ? trainbench::kube::load_default_config(flags.context)
-                                                : trainbench::kube::load_kubeconfig(flags.kubeconfig, flags.context);
-    config.qps = flags.qps;
-    config.burst = flags.burst;
+    trainbench::kube::ClientConfig config = client_config(flags);
     auto metrics = std::make_shared<trainbench::op::OperatorMetrics>(trainbench::kVersion);
     config.observe = metrics->request_observer();
     namespace tel = trainbench::telemetry;

@@ -39,6 +39,8 @@ bool LeaderElector::try_acquire_or_renew() {
   const auto type = kube::resources::leases();
   const auto now = std::chrono::steady_clock::now();
   const std::string stamp = micro_time();
+  if (leader_ && held_.is_object() && renew_held(stamp, now)) return true;
+  held_ = nullptr;
   try {
     auto lease = client_->try_get(type, config_.lease_namespace, config_.lease_name);
     if (!lease) {
@@ -51,7 +53,7 @@ bool LeaderElector::try_acquire_or_renew() {
                     {"acquireTime", stamp},
                     {"renewTime", stamp},
                     {"leaseTransitions", 0}}}};
-      client_->create(type, config_.lease_namespace, obj);
+      held_ = client_->create(type, config_.lease_namespace, obj);
       observed_spec_ = obj["spec"];
       observed_at_ = now;
       leader_ = true;
@@ -78,16 +80,36 @@ bool LeaderElector::try_acquire_or_renew() {
       updated["spec"]["leaseTransitions"] = spec.value("leaseTransitions", 0) + 1;
     }
     const json written = client_->update(type, config_.lease_namespace, updated);  // resourceVersion checked
+    held_ = written;
     observed_spec_ = written.value("spec", json::object());
     observed_at_ = now;
     leader_ = true;
     return true;
   } catch (const kube::ConflictError&) {
-    leader_ = false;  // another replica wrote first
+    // The lease changed since it was read: another replica wrote first, or our own write went
+    // through but its answer was lost (a reset after the write; cpprestsdk then re-sends it on
+    // a fresh connection and gets 409). Not a loss by itself, as with client-go: the next try
+    // reads the lease again and sees whose it is; keep_renewing decides after renew_deadline.
+    std::cerr << "trainbench-operator: leader election: the lease changed meanwhile; reading it again\n";
     return false;
   } catch (const kube::KubeError& e) {
     std::cerr << "trainbench-operator: leader election: " << e.what() << "\n";
     return false;  // leader_ unchanged: keep_renewing decides after renew_deadline
+  }
+}
+
+bool LeaderElector::renew_held(const std::string& stamp, std::chrono::steady_clock::time_point now) {
+  json updated = held_;
+  updated["spec"]["renewTime"] = stamp;
+  try {
+    held_ = client_->update(kube::resources::leases(), config_.lease_namespace, updated);  // resourceVersion checked
+    observed_spec_ = held_.value("spec", json::object());
+    observed_at_ = now;
+    return true;
+  } catch (const kube::KubeError& e) {
+    std::cerr << "trainbench-operator: leader election: renewing the lease as last written: " << e.what()
+              << "; reading it again\n";
+    return false;
   }
 }
 

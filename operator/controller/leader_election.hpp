@@ -57,6 +57,11 @@ class LeaderElector {
   std::mutex mutex_;
   nlohmann::json observed_spec_;
   std::chrono::steady_clock::time_point observed_at_{};
+  nlohmann::json held_;  ///< the lease as this replica last wrote it, while it leads
+
+  /// The leader's fast path, as client-go's: renew by updating the lease it last wrote, without
+  /// reading it first (one request instead of two); false when that failed (then read it).
+  bool renew_held(const std::string& stamp, std::chrono::steady_clock::time_point now);
 };
 
 }  // namespace trainbench::op

@@ -39,7 +39,7 @@ struct ClientConfig {
   double qps = 20.0;  ///< client-side rate limit; <= 0 disables it
   int burst = 30;
   std::chrono::milliseconds timeout{30000};  ///< per request (not watches), whole exchange
-  int max_retries_on_429 = 3;                ///< honouring Retry-After (capped at 30 s each)
+  int max_retries_on_429 = 3;                ///< 429s and 5xx with Retry-After, honouring it (capped at 30 s each)
   std::string user_agent = "trainbench-operator";
   LogSink log;  ///< optional request logging (redacted); see log.hpp
   RequestObserver observe;  ///< optional: every exchange's verb, resource, code, latency (metrics)

@@ -217,12 +217,12 @@ void Reflector::run() {
   int gone_streak = 0;  // 410s in a row without a useful event: back off too
 
   while (!stop.stop_requested()) {
+    bool got_events = false;
     try {
       if (need_list) {
         list_and_replace();
         need_list = false;
       }
-      bool got_events = false;
       const bool gone = watch_once(timeout_dist(rng), got_events);
       if (got_events) {
         backoff.reset();
@@ -258,6 +258,9 @@ void Reflector::run() {
       std::lock_guard<std::mutex> lock(mutex_);
       ++stats_.failures;
     }
+    // A stream that delivered events before it broke (a dropped connection, a cut in the middle
+    // of an event) was a working watch: reconnect after the first delay, not a growing one.
+    if (got_events) backoff.reset();
     if (stop.wait_for(backoff.next())) break;
   }
 }

@@ -268,7 +268,11 @@ HttpResponse Transport::send(const HttpRequest& request) {
       refreshed_token = true;
       continue;
     }
-    if (resp.status == 429 && retries_429 < impl_->cfg.max_retries_on_429) {
+    // As client-go: a 429, or a 5xx that carries Retry-After (the server says when to come
+    // back), is retried after that delay; other 5xx go to the caller, whose backoff applies.
+    const bool come_back =
+        resp.status == 429 || (resp.status >= 500 && resp.status <= 599 && !resp.retry_after.empty());
+    if (come_back && retries_429 < impl_->cfg.max_retries_on_429) {
       ++retries_429;
       std::chrono::seconds wait{1};
       const std::string& ra = resp.retry_after;
@@ -276,8 +280,8 @@ HttpResponse Transport::send(const HttpRequest& request) {
         wait = std::chrono::seconds(std::stol(ra));
       }
       wait = std::clamp(wait, std::chrono::seconds(1), kMaxRetryAfter);
-      impl_->log(LogLevel::kDebug, "kube: " + request.method + " " + request.path + ": 429, retrying in " +
-                                       std::to_string(wait.count()) + " s");
+      impl_->log(LogLevel::kDebug, "kube: " + request.method + " " + request.path + ": " + std::to_string(resp.status) +
+                                       ", retrying in " + std::to_string(wait.count()) + " s");
       if (request.stop.wait_for(wait)) {
         throw TransportError(TransportError::Kind::kCanceled, impl_->describe(request) + ": canceled");
       }

@@ -4,7 +4,8 @@
 //
 // Adds the bearer token, User-Agent and Accept headers, applies the client-side rate limit,
 // enforces a deadline per request, never follows redirects (they would carry the token
-// elsewhere), retries a 429 after its Retry-After, and after a 401 re-reads a token file once.
+// elsewhere), retries a 429 (and a 5xx carrying Retry-After) after its Retry-After, and after a
+// 401 re-reads a token file once.
 // Any HTTP status is returned to the caller; failures to get one throw TransportError.
 //
 // Thread safety: a Transport is shared by all threads (every method is thread-safe). An

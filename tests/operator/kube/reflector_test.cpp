@@ -192,6 +192,33 @@ TEST(Reflector, ReconnectsAfterBrokenStreamsAndMalformedEvents) {
   EXPECT_FALSE(rec.errors.empty());
 }
 
+TEST(Reflector, AStreamThatDeliveredEventsReconnectsWithoutGrowingBackoff) {
+  // Watches cut again and again after an event (kubesim's watch-cut fault): each was a working
+  // stream, so each reconnect waits the first delay (<= 300 ms), where a growing backoff
+  // (x4 per failure) would wait 1.2 s, 4.8 s, 19 s, ... and leave the cache behind.
+  MiniApi api;
+  FakeApiServer server(api.handler());
+  auto client = std::make_shared<kube::Client>(fake_config(server.url()));
+  Recorder rec;
+  kube::ReflectorOptions o = fast_options();
+  o.backoff.initial = 300ms;
+  o.backoff.max = 60s;
+  o.backoff.factor = 4;
+  kube::Reflector r(client, kube::resources::config_maps(), "default", o, rec.handlers());
+  r.start();
+  ASSERT_TRUE(r.wait_for_sync(10s));
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(rec.wait_for([&] { return api.live_watches() == 1; }, 3s)) << "cut " << i << ": no prompt reconnect";
+    const std::string name = "cm" + std::to_string(i);
+    api.put(name, "1");
+    ASSERT_TRUE(rec.wait_has("add " + name));
+    api.end_watches(/*clean=*/false);
+    ASSERT_TRUE(rec.wait_for([&] { return r.stats().failures >= static_cast<std::uint64_t>(i + 1); }));
+  }
+  ASSERT_TRUE(rec.wait_for([&] { return api.live_watches() == 1; }, 3s));
+  EXPECT_EQ(api.list_count(), 1);  // a dropped stream resumes from its resourceVersion
+}
+
 TEST(Reflector, ReconnectsWhenTheServerRestarts) {
   MiniApi api;
   api.put("a", "1");

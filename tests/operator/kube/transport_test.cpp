@@ -12,6 +12,7 @@
 #include <chrono>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -263,6 +264,69 @@ TEST(Transport, TooManyRequestsSurfacesWhenRetriesAreUsedUp) {
   } catch (const kube::TooManyRequestsError& e) {
     EXPECT_EQ(e.retry_after(), 3s);
   }
+}
+
+TEST(Transport, RetryAfterIsWaitedOutBeforeTheNextTry) {
+  std::mutex mu;
+  std::vector<std::chrono::steady_clock::time_point> at;
+  FakeApiServer server([&](const FakeRequest&, FakeConnection& c) {
+    std::size_t n;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      at.push_back(std::chrono::steady_clock::now());
+      n = at.size();
+    }
+    if (n == 1) {
+      c.respond(429, status_json(429, "TooManyRequests", "slow down"), "application/json", {{"Retry-After", "2"}});
+    } else {
+      c.respond(200, config_map("x").dump());
+    }
+  });
+  kube::Client client(fake_config(server.url()));
+  EXPECT_EQ(client.get(kCm, "default", "x")["metadata"]["name"], "x");
+  ASSERT_EQ(at.size(), 2u);
+  EXPECT_GE(at[1] - at[0], 1900ms) << "the second try came before Retry-After: 2 was up";
+}
+
+TEST(Transport, ServerErrorWithRetryAfterIsRetriedAsClientGoDoes) {
+  std::atomic<int> calls{0};
+  FakeApiServer server([&](const FakeRequest&, FakeConnection& c) {
+    if (calls++ < 2) {
+      c.respond(503, status_json(503, "ServiceUnavailable", "the server is currently unable to handle the request"),
+                "application/json", {{"Retry-After", "1"}});
+    } else {
+      c.respond(201, config_map("x").dump());
+    }
+  });
+  kube::Client client(fake_config(server.url()));
+  EXPECT_EQ(client.create(kCm, "default", config_map("x"))["metadata"]["name"], "x");
+  EXPECT_EQ(calls.load(), 3);
+}
+
+TEST(Transport, ServerErrorWithoutRetryAfterGoesToTheCallerAtOnce) {
+  for (int code : {500, 503}) {
+    std::atomic<int> calls{0};
+    FakeApiServer server([&](const FakeRequest&, FakeConnection& c) {
+      ++calls;
+      c.respond(code, status_json(code, code == 500 ? "InternalError" : "ServiceUnavailable", "injected"));
+    });
+    kube::Client client(fake_config(server.url()));
+    EXPECT_THROW(client.create(kCm, "default", config_map("x")), kube::ServerError) << code;
+    EXPECT_EQ(calls.load(), 1) << code << ": a write that failed must not be repeated blindly";
+  }
+}
+
+TEST(Transport, RetriesOnRetryAfterAreBounded) {
+  std::atomic<int> calls{0};
+  FakeApiServer server([&](const FakeRequest&, FakeConnection& c) {
+    ++calls;
+    c.respond(503, status_json(503, "ServiceUnavailable", "busy"), "application/json", {{"Retry-After", "1"}});
+  });
+  auto cfg = fake_config(server.url());
+  cfg.max_retries_on_429 = 2;
+  kube::Client client(cfg);
+  EXPECT_THROW(client.get(kCm, "default", "x"), kube::ServerError);
+  EXPECT_EQ(calls.load(), 3);  // the first try and two retries
 }
 
 TEST(Transport, TokenFileIsReReadAfter401) {
