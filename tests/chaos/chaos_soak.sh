@@ -109,6 +109,13 @@ while [ $SECONDS -lt $END ]; do
   ((RANDOM % POD_KILL_1_IN)) || kill_random_pod
   if ! ((RANDOM % WATCH_DROP_1_IN)); then sim_admin POST /kubesim/v1/watches/close >/dev/null && WATCH_DROPS=$((WATCH_DROPS + 1)); fi
   if ! ((RANDOM % COMPACT_1_IN)); then sim_admin POST /kubesim/v1/compact >/dev/null && COMPACTIONS=$((COMPACTIONS + 1)); fi
+  # Past half time, every kind of chaos has happened at least once, whatever the draws.
+  if [ $((SECONDS - START)) -ge $((DURATION / 2)) ]; then
+    [ "$WATCH_DROPS" != 0 ] || { sim_admin POST /kubesim/v1/watches/close >/dev/null && WATCH_DROPS=1; }
+    [ "$COMPACTIONS" != 0 ] || { sim_admin POST /kubesim/v1/compact >/dev/null && COMPACTIONS=1; }
+    [ "$POD_KILLS" != 0 ] || kill_random_pod
+    [ "$OP_KILLS" != 0 ] || kill_replica
+  fi
   sleep 0.5
 done
 CHAOS_SECONDS=$((SECONDS - START))
