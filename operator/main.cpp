@@ -62,6 +62,22 @@ struct Flags {
   std::exit(2);
 }
 
+/// A duration flag's value: whole seconds in [0, 86400], with or without Go's "s" suffix.
+int whole_seconds(const std::string& flag, std::string v) {
+  if (!v.empty() && v.back() == 's') v.pop_back();
+  std::size_t used = 0;
+  int n = -1;
+  try {
+    n = std::stoi(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (v.empty() || used != v.size() || n < 0 || n > 86400) {
+    usage_error(flag + " must be whole seconds in [0, 86400], got \"" + v + "\"");
+  }
+  return n;
+}
+
 Flags parse(int argc, char** argv) {
   Flags f;
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -85,13 +101,7 @@ Flags parse(int argc, char** argv) {
         usage_error(a + " must be a number, got \"" + v + "\"");
       }
     };
-    // Whole seconds, with or without Go's "s" suffix ("15" or "15s").
-    auto seconds = [&](std::string v) {
-      if (!v.empty() && v.back() == 's') v.pop_back();
-      const double d = number(v);
-      if (d < 0 || d > 86400 || d != static_cast<int>(d)) usage_error(a + " must be whole seconds in [0, 86400]");
-      return static_cast<int>(d);
-    };
+    auto seconds = [&](const std::string& v) { return whole_seconds(a, v); };
     if (a == "--help" || a == "-h") {
       std::cout << "usage: trainbench-operator [--kubeconfig PATH] [--context NAME] [--namespace NS]\n"
                    "       [--leader-elect=true|false] [--lease-namespace NS] [--lease-name NAME]\n"
