@@ -2,6 +2,8 @@
 //
 //   trainbench-operator [--kubeconfig PATH] [--context NAME] [--namespace NS]
 //                       [--leader-elect=true|false] [--lease-namespace NS] [--lease-name NAME]
+//                       [--leader-elect-lease-duration S] [--leader-elect-renew-deadline S]
+//                       [--leader-elect-retry-period S] [--node-lost-after S]
 //                       [--workers N] [--qps Q] [--burst B]
 //                       [--metrics-bind-address HOST:PORT|0] [--health-probe-bind-address HOST:PORT|0]
 //
@@ -46,6 +48,8 @@ void on_signal(int) { g_stop = true; }
 struct Flags {
   std::string kubeconfig, context, watch_namespace, lease_namespace, lease_name = "trainbench-operator";
   bool leader_elect = true;
+  int lease_duration_s = 15, renew_deadline_s = 10, retry_period_s = 2;
+  int node_lost_after_s = 60;
   int workers = 2;
   double qps = 50;
   int burst = 200;
@@ -56,6 +60,22 @@ struct Flags {
 [[noreturn]] void usage_error(const std::string& message) {
   std::cerr << "trainbench-operator: " << message << "\n(see --help)\n";
   std::exit(2);
+}
+
+/// A duration flag's value: whole seconds in [0, 86400], with or without Go's "s" suffix.
+int whole_seconds(const std::string& flag, std::string v) {
+  if (!v.empty() && v.back() == 's') v.pop_back();
+  std::size_t used = 0;
+  int n = -1;
+  try {
+    n = std::stoi(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (v.empty() || used != v.size() || n < 0 || n > 86400) {
+    usage_error(flag + " must be whole seconds in [0, 86400], got \"" + v + "\"");
+  }
+  return n;
 }
 
 Flags parse(int argc, char** argv) {
@@ -81,9 +101,12 @@ Flags parse(int argc, char** argv) {
         usage_error(a + " must be a number, got \"" + v + "\"");
       }
     };
+    auto seconds = [&](const std::string& v) { return whole_seconds(a, v); };
     if (a == "--help" || a == "-h") {
       std::cout << "usage: trainbench-operator [--kubeconfig PATH] [--context NAME] [--namespace NS]\n"
                    "       [--leader-elect=true|false] [--lease-namespace NS] [--lease-name NAME]\n"
+                   "       [--leader-elect-lease-duration S] [--leader-elect-renew-deadline S]\n"
+                   "       [--leader-elect-retry-period S] [--node-lost-after S (0: off)]\n"
                    "       [--workers N] [--qps Q] [--burst B]\n"
                    "       [--metrics-bind-address HOST:PORT|0] [--health-probe-bind-address HOST:PORT|0]\n";
       std::cout << "       [--kube-api-timeout SECONDS (per API request, default 30)]\n";
@@ -102,6 +125,14 @@ Flags parse(int argc, char** argv) {
       const std::string v = has_inline ? value : "true";
       if (v != "true" && v != "false") usage_error("--leader-elect must be true or false");
       f.leader_elect = v == "true";
+    } else if (a == "--leader-elect-lease-duration") {
+      f.lease_duration_s = seconds(next());
+    } else if (a == "--leader-elect-renew-deadline") {
+      f.renew_deadline_s = seconds(next());
+    } else if (a == "--leader-elect-retry-period") {
+      f.retry_period_s = seconds(next());
+    } else if (a == "--node-lost-after") {
+      f.node_lost_after_s = seconds(next());
     } else if (a == "--workers") {
       f.workers = static_cast<int>(number(next()));
     } else if (a == "--qps") {
@@ -141,6 +172,17 @@ std::string identity() {
   char suffix[16];
   std::snprintf(suffix, sizeof suffix, "%08x", rd());
   return std::string(host) + "_" + suffix;
+}
+
+trainbench::op::LeaderElectionConfig election_config(const Flags& flags, const std::string& lease_ns) {
+  trainbench::op::LeaderElectionConfig le;
+  le.lease_namespace = lease_ns;
+  le.lease_name = flags.lease_name;
+  le.identity = identity();
+  le.lease_duration = std::chrono::seconds(flags.lease_duration_s);
+  le.renew_deadline = std::chrono::seconds(flags.renew_deadline_s);
+  le.retry_period = std::chrono::seconds(flags.retry_period_s);
+  return le;
 }
 
 }  // namespace
@@ -199,10 +241,7 @@ int main(int argc, char** argv) {
 
     std::unique_ptr<trainbench::op::LeaderElector> elector;
     if (flags.leader_elect) {
-      trainbench::op::LeaderElectionConfig le;
-      le.lease_namespace = lease_ns;
-      le.lease_name = flags.lease_name;
-      le.identity = identity();
+      const trainbench::op::LeaderElectionConfig le = election_config(flags, lease_ns);
       elector = std::make_unique<trainbench::op::LeaderElector>(client, le);
       std::cerr << "trainbench-operator: waiting for the lease " << lease_ns << "/" << flags.lease_name << " as "
                 << le.identity << "\n";
@@ -220,6 +259,7 @@ int main(int argc, char** argv) {
     trainbench::op::ControllerOptions co;
     co.watch_namespace = flags.watch_namespace;
     co.workers = flags.workers;
+    co.node_lost_after = std::chrono::seconds(flags.node_lost_after_s);
     co.metrics = metrics;
     {
       trainbench::op::Controller controller(client, co);

@@ -33,6 +33,8 @@ json slim_metadata(const json& object) {
 
 json slim_pod(json pod) {
   json out = with_type_and_metadata(pod);
+  const json* spec = pod.is_object() && pod.contains("spec") ? &pod["spec"] : nullptr;
+  if (spec && spec->is_object() && spec->contains("nodeName")) out["spec"] = {{"nodeName", (*spec)["nodeName"]}};
   const json& st = pod.is_object() && pod.contains("status") ? pod["status"] : json();
   if (!st.is_object()) return out;
   json status = json::object();
@@ -47,6 +49,16 @@ json slim_pod(json pod) {
     status["containerStatuses"] = std::move(cs);
   }
   out["status"] = std::move(status);
+  return out;
+}
+
+json slim_node(json node) {
+  json out = with_type_and_metadata(node);
+  const json& st = node.is_object() && node.contains("status") ? node["status"] : json();
+  if (!st.is_object() || !st.contains("conditions") || !st["conditions"].is_array()) return out;
+  for (const auto& c : st["conditions"]) {
+    if (c.is_object() && c.value("type", "") == "Ready") out["status"]["conditions"] = json::array({c});
+  }
   return out;
 }
 

@@ -11,8 +11,11 @@ namespace trainbench::op {
 
 /// metadata: name, namespace, uid, resourceVersion, generation, labels, deletionTimestamp.
 nlohmann::json slim_metadata(const nlohmann::json& object);
-/// Metadata plus status (phase, reason, message, conditions, containerStatuses' name and state).
+/// Metadata plus spec.nodeName and status (phase, reason, message, conditions, containerStatuses'
+/// name and state).
 nlohmann::json slim_pod(nlohmann::json pod);
+/// Metadata plus the node's Ready condition (lost nodes: docs/operator.md).
+nlohmann::json slim_node(nlohmann::json node);
 /// Metadata plus data (the result ConfigMaps' data.result).
 nlohmann::json slim_config_map(nlohmann::json config_map);
 /// Metadata only (services, serviceaccounts, roles, rolebindings: reconcile checks existence).

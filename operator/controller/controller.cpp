@@ -71,6 +71,48 @@ Controller::Controller(std::shared_ptr<const kube::Client> client, ControllerOpt
   accounts_ = owned(kube::resources::service_accounts(), slim_object);
   roles_ = owned(kube::resources::roles(), slim_object);
   bindings_ = owned(kube::resources::role_bindings(), slim_object);
+  if (options_.node_lost_after.count() > 0) {
+    kube::ReflectorHandlers h;
+    h.on_add = [this](const json& o) { enqueue_jobs_on_node(o); };
+    h.on_update = [this](const json&, const json& o) { enqueue_jobs_on_node(o); };
+    h.on_delete = [this](const json& o) { enqueue_jobs_on_node(o); };
+    h.on_error = [](const std::string& m) { std::cerr << "trainbench-operator: nodes watch: " << m << "\n"; };
+    kube::ReflectorOptions ro;
+    ro.transform = slim_node;
+    nodes_ =
+        std::make_unique<kube::Reflector>(client_, kube::ResourceType{"", "v1", "nodes", false, "Node"}, "", ro, h);
+  }
+}
+
+std::vector<kube::Reflector*> Controller::reflectors() const {
+  std::vector<kube::Reflector*> all = {pods_.get(),  configmaps_.get(), services_.get(), accounts_.get(),
+                                       roles_.get(), bindings_.get(),   jobs_.get()};
+  if (nodes_) all.insert(all.begin(), nodes_.get());
+  return all;
+}
+
+void Controller::enqueue_jobs_on_node(const json& node) {
+  const std::string name = node.at("metadata").value("name", "");
+  for (const auto& pod : pods_->cache()->list()) {
+    if (pod.value("spec", json::object()).value("nodeName", "") == name) enqueue_owner(pod);
+  }
+}
+
+std::map<std::string, NodeTrouble> Controller::unready_nodes(const std::vector<json>& pods) const {
+  std::map<std::string, NodeTrouble> out;
+  if (!nodes_) return out;
+  for (const auto& pod : pods) {
+    const std::string name = pod.value("spec", json::object()).value("nodeName", "");
+    if (name.empty() || out.count(name)) continue;
+    const auto node = nodes_->cache()->get("", name);
+    if (!node) continue;
+    for (const auto& c : node->value("status", json::object()).value("conditions", json::array())) {
+      if (c.value("type", "") != "Ready" || c.value("status", "") == "True") continue;
+      const auto since = parse_time(c.value("lastTransitionTime", ""));
+      if (since) out[name] = {c.value("status", ""), c.value("reason", ""), c.value("message", ""), *since};
+    }
+  }
+  return out;
 }
 
 Controller::~Controller() { queue_.shut_down(); }
@@ -144,7 +186,7 @@ bool Controller::reconcile_once(const std::string& key) {
   o.reporter_role = exists(*roles_, key, "roles", ns, reporter_name(name), now);
   o.reporter_role_binding = exists(*bindings_, key, "rolebindings", ns, reporter_name(name), now);
   o.now = Clock::now();
-  const Decision d = reconcile(o);
+  const Decision d = reconcile(o, {unready_nodes(o.pods), options_.node_lost_after});
   const std::string version = o.job["metadata"].value("resourceVersion", "");
   try {
     for (const auto& a : d.actions) execute(key, ns, version, a);
@@ -182,9 +224,11 @@ void Controller::execute(const std::string& key, const std::string& ns, const st
       }
       return;
     case Action::Verb::Delete:
+    case Action::Verb::ForceDelete:
       try {
         kube::DeleteOptions opts;
         opts.propagation_policy = "Background";
+        if (a.verb == Action::Verb::ForceDelete) opts.grace_period_seconds = 0;
         client_->remove(type, ns, a.name, opts);
         own_.deleted(key, a.resource, a.name, now);
       } catch (const kube::NotFoundError&) {
@@ -212,6 +256,9 @@ void Controller::execute(const std::string& key, const std::string& ns, const st
     case Action::Verb::Event:
       try {
         client_->create(type, ns, a.body);
+      } catch (const kube::ConflictError&) {
+        // AlreadyExists: this transition's Event was recorded by a leader that died before its
+        // status write (Event names are per transition, naming.hpp): recorded once, not again.
       } catch (const kube::KubeError& e) {
         std::cerr << "trainbench-operator: event not recorded: " << e.what() << "\n";  // best effort
       }
@@ -235,16 +282,19 @@ ControllerSnapshot Controller::snapshot() const {
     const auto st = r->stats();
     snap.informers[resource] = {st.watches, st.relists_on_gone, r->cache()->size()};
   }
+  if (nodes_) {
+    const auto st = nodes_->stats();
+    snap.informers["nodes"] = {st.watches, st.relists_on_gone, nodes_->cache()->size()};
+  }
   return snap;
 }
 
 void Controller::run(const std::atomic<bool>& stop) {
-  for (auto* r : {jobs_.get(), pods_.get(), configmaps_.get(), services_.get(), accounts_.get(), roles_.get(),
-                  bindings_.get()}) {
-    r->start();
-  }
-  for (auto* r : {pods_.get(), configmaps_.get(), services_.get(), accounts_.get(), roles_.get(), bindings_.get(),
-                  jobs_.get()}) {
+  for (auto* r : reflectors()) r->start();
+  for (auto* r : reflectors()) {
+    // The node informer is not waited for: without it (not yet synced, or no RBAC to read
+    // nodes) lost nodes are merely not noticed, and every job still runs.
+    if (r == nodes_.get()) continue;
     while (!stop && !r->wait_for_sync(std::chrono::milliseconds(200))) {
     }
   }
@@ -266,10 +316,7 @@ void Controller::run(const std::atomic<bool>& stop) {
   while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   queue_.shut_down();
   for (auto& w : workers) w.join();
-  for (auto* r : {jobs_.get(), pods_.get(), configmaps_.get(), services_.get(), accounts_.get(), roles_.get(),
-                  bindings_.get()}) {
-    r->stop();
-  }
+  for (auto* r : reflectors()) r->stop();
 }
 
 }  // namespace trainbench::op

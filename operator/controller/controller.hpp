@@ -1,6 +1,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +20,9 @@ struct ControllerOptions {
   std::string watch_namespace;  ///< empty: all namespaces
   int workers = 2;
   std::shared_ptr<ControllerMetrics> metrics;  ///< optional
+  /// Lost nodes (docs/operator.md): a node not Ready for this long fails the runs on it and
+  /// its pods are force-deleted. 0: no node informer (no cluster-scoped nodes list/watch).
+  std::chrono::seconds node_lost_after{60};
 };
 
 /// The operator's control loop: reflectors (list + watch) on BenchmarkJobs and on everything the
@@ -53,6 +58,11 @@ class Controller {
 
   /// reconcile_key's work; false when a write conflicted and the key was requeued.
   bool reconcile_once(const std::string& key);
+  /// The job's pods' nodes that are not Ready (nodes_ informer; empty without it).
+  std::map<std::string, NodeTrouble> unready_nodes(const std::vector<nlohmann::json>& pods) const;
+  /// A node changed: every job with a pod on it is reconciled.
+  void enqueue_jobs_on_node(const nlohmann::json& node);
+  std::vector<kube::Reflector*> reflectors() const;
 
   std::shared_ptr<const kube::Client> client_;
   ControllerOptions options_;
@@ -61,6 +71,7 @@ class Controller {
   WorkQueue queue_;
   OwnWrites own_;
   std::unique_ptr<kube::Reflector> jobs_, pods_, configmaps_, services_, accounts_, roles_, bindings_;
+  std::unique_ptr<kube::Reflector> nodes_;  ///< only with node_lost_after > 0
 };
 
 }  // namespace trainbench::op

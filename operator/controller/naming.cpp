@@ -24,6 +24,15 @@ std::string master_address(const std::string& job, const std::string& ns, int ru
   return run_service_name(job, run) + "." + ns + ".svc";
 }
 
+std::string transition_event_name(const std::string& job, const std::string& uid, const std::string& reason,
+                                  const std::string& key) {
+  std::string name = job + ".";
+  for (const char c : reason) name += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  if (!key.empty()) name += "." + key;
+  if (!uid.empty()) name += "." + uid.substr(0, 8);
+  return name;
+}
+
 std::map<std::string, std::string> object_labels(const std::string& job, const std::string& component, int run,
                                                  int attempt, const std::string& role) {
   std::map<std::string, std::string> l{{"app.kubernetes.io/name", "trainbench"},

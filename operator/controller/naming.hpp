@@ -17,6 +17,14 @@ std::string reporter_name(const std::string& job);                             /
 /// MASTER_ADDR: the run's headless Service, J-r<i>.NS.svc
 std::string master_address(const std::string& job, const std::string& ns, int run);
 
+/// The Event recording one transition of a job: J.<reason, lower case>[.<key>][.<uid prefix>],
+/// e.g. J.runstarted.r0.a1.1f2e3d4c. `key` names the run / attempt / generation the transition
+/// belongs to; the uid prefix keeps a re-created job of the same name apart from the old one's
+/// Events. The same transition decided twice (a leader killed before its status write) gets
+/// the same name, so the second create is AlreadyExists.
+std::string transition_event_name(const std::string& job, const std::string& uid, const std::string& reason,
+                                  const std::string& key);
+
 inline constexpr const char* kManagedBy = "trainbench-operator";
 inline constexpr const char* kJobLabel = "trainbench.dev/job";
 inline constexpr const char* kRunLabel = "trainbench.dev/run";

@@ -111,10 +111,10 @@ void set_condition(json& status, const json& cond) {
 }
 
 json event(const JobContext& job, const std::string& type, const std::string& reason, const std::string& message,
-           const std::string& now, const std::string& suffix) {
+           const std::string& now, const std::string& name) {
   return {{"apiVersion", "v1"},
           {"kind", "Event"},
-          {"metadata", {{"name", job.name + "." + suffix}, {"namespace", job.namespace_}}},
+          {"metadata", {{"name", name}, {"namespace", job.namespace_}}},
           {"involvedObject",
            {{"apiVersion", "trainbench.dev/v1alpha1"}, {"kind", "BenchmarkJob"}, {"name", job.name},
             {"namespace", job.namespace_}, {"uid", job.uid}}},
@@ -130,7 +130,8 @@ json event(const JobContext& job, const std::string& type, const std::string& re
 
 class Reconcile {
  public:
-  explicit Reconcile(const Observed& o) : o_(o), job_(job_context(o.job)), now_(format_time(o.now)) {
+  Reconcile(const Observed& o, const NodeHealth& nodes)
+      : o_(o), nodes_(nodes), job_(job_context(o.job)), now_(format_time(o.now)) {
     generation_ = o.job.at("metadata").value("generation", std::int64_t{1});
     status_ = get_or(o.job, "status", json::object());
     if (!status_.is_object()) status_ = json::object();
@@ -139,6 +140,7 @@ class Reconcile {
 
   Decision run() {
     if (being_deleted(o_.job)) return std::move(d_);  // garbage collection removes what it owns
+    force_delete_lost_pods();
     BenchmarkJob spec;
     try {
       spec = parse_benchmark_job(o_.job.dump());
@@ -161,7 +163,7 @@ class Reconcile {
 
   void invalid(const std::string& why) {
     if (str_or(status_, "phase") != "Invalid") {
-      emit("Warning", "InvalidSpec", why);
+      emit("Warning", "InvalidSpec", why, "g" + std::to_string(generation_));
     }
     status_["phase"] = "Invalid";
     set_condition(status_, condition("Invalid", true, "InvalidSpec", why, now_, generation_));
@@ -174,7 +176,7 @@ class Reconcile {
     status_["completionTime"] = now_;
     set_condition(status_, condition("Running", false, reason, message, now_, generation_));
     set_condition(status_, condition("Failed", true, reason, message, now_, generation_));
-    emit("Warning", "JobFailed", message);
+    emit("Warning", "JobFailed", message, "");
     clean_up_finished_job();
   }
 
@@ -184,7 +186,7 @@ class Reconcile {
     const std::string msg = "all " + std::to_string(runs_total_) + " runs succeeded";
     set_condition(status_, condition("Running", false, "JobSucceeded", msg, now_, generation_));
     set_condition(status_, condition("Succeeded", true, "JobSucceeded", msg, now_, generation_));
-    emit("Normal", "JobSucceeded", msg);
+    emit("Normal", "JobSucceeded", msg, "");
     clean_up_finished_job();
   }
 
@@ -280,7 +282,8 @@ class Reconcile {
       }
       rs["phase"] = "Succeeded";
       rs["completionTime"] = now_;
-      emit("Normal", "RunSucceeded", "run " + std::to_string(run.index) + " (" + str_or(rs, "label") + ") succeeded");
+      emit("Normal", "RunSucceeded", "run " + std::to_string(run.index) + " (" + str_or(rs, "label") + ") succeeded",
+           run_key(run.index, -1));
       if (clean_pod_policy() == "All") {
         delete_pods(pods_of(run.index, -1), run_selector(run.index));
       } else {
@@ -321,23 +324,10 @@ class Reconcile {
     std::map<std::string, json> present;
     for (const auto& p : pods_of(run.index, attempt)) present.emplace(pod_name(p), p);
 
-    // Failures: a failed pod, a pod gone after it was created, a master that ended without result.
-    std::string failure;
     const bool created = get_or(rs, "podsCreated", false).get<bool>();
-    for (const auto& [name, want] : expected) {
-      auto it = present.find(name);
-      if (it == present.end()) {
-        if (created && failure.empty()) failure = "pod " + name + " disappeared";
-        continue;
-      }
-      const std::string ph = pod_phase(it->second);
-      if (ph == "Failed" && failure.empty()) failure = pod_failure(it->second);
-      if (ph == "Succeeded" && label(it->second, kRoleLabel) == "master" && failure.empty()) {
-        failure = "master pod " + name + " ended without delivering a result";
-      }
-    }
+    const auto [failure, reason] = attempt_failure(expected, present, created);
     if (!failure.empty()) {
-      restart_or_fail(run, pol, failure);
+      restart_or_fail(run, pol, failure, reason);
       return;
     }
 
@@ -351,7 +341,8 @@ class Reconcile {
       if (!rs.contains("startTime")) rs["startTime"] = now_;
       emit("Normal", "RunStarted",
            "run " + std::to_string(run.index) + " (" + str_or(rs, "label") + ") attempt " + std::to_string(attempt) +
-               ": created " + std::to_string(expected.size() - present.size()) + " pods");
+               ": created " + std::to_string(expected.size() - present.size()) + " pods",
+           run_key(run.index, attempt));
       requeue(std::chrono::seconds(pol.scheduling_timeout_seconds));
       return;
     }
@@ -374,14 +365,36 @@ class Reconcile {
       rs["phase"] = "Failed";
       rs["completionTime"] = now_;
       rs["message"] = "pods not running after " + std::to_string(pol.scheduling_timeout_seconds) + " s: " + list;
-      emit("Warning", "RunFailed", "run " + std::to_string(run.index) + ": " + str_or(rs, "message"));
+      emit("Warning", "RunFailed", "run " + std::to_string(run.index) + ": " + str_or(rs, "message"),
+           run_key(run.index, attempt));
       fail_job("SchedulingTimeout", "run " + std::to_string(run.index) + ": " + str_or(rs, "message"));
       return;
     }
     requeue(limit - o_.now);
   }
 
-  void restart_or_fail(const RunConfig& run, const RunPolicy& pol, const std::string& failure) {
+  /// Why this attempt failed ("" while it has not), with the job's reason should the run fail
+  /// for good: a failed pod, a pod gone after it was created, a master that ended without a
+  /// result (BackoffLimitExceeded), or a pod on a lost node (NodeLost).
+  std::pair<std::string, std::string> attempt_failure(const std::map<std::string, json>& expected,
+                                                      const std::map<std::string, json>& present, bool created) {
+    for (const auto& [name, want] : expected) {
+      auto it = present.find(name);
+      if (it == present.end()) {
+        if (created) return {"pod " + name + " disappeared", "BackoffLimitExceeded"};
+        continue;
+      }
+      const std::string ph = pod_phase(it->second);
+      if (ph == "Failed") return {pod_failure(it->second), "BackoffLimitExceeded"};
+      if (ph == "Succeeded" && label(it->second, kRoleLabel) == "master") {
+        return {"master pod " + name + " ended without delivering a result", "BackoffLimitExceeded"};
+      }
+    }
+    return {lost_node_failure(present), "NodeLost"};
+  }
+
+  void restart_or_fail(const RunConfig& run, const RunPolicy& pol, const std::string& failure,
+                       const std::string& reason) {
     json& rs = run_status(run.index);
     const int restarts = int_or(rs, "restarts", 0);
     delete_pods(pods_of(run.index, -1), run_selector(run.index));
@@ -393,16 +406,61 @@ class Reconcile {
       rs["message"] = failure;
       emit("Warning", "RunRestarted",
            "run " + std::to_string(run.index) + " restarted (" + std::to_string(restarts + 1) + "/" +
-               std::to_string(pol.backoff_limit) + "): " + failure);
+               std::to_string(pol.backoff_limit) + "): " + failure,
+           run_key(run.index, int_or(rs, "attempt", 0) - 1));
       requeue(std::chrono::seconds(1));
       return;
     }
     rs["phase"] = "Failed";
     rs["completionTime"] = now_;
     rs["message"] = failure;
-    emit("Warning", "RunFailed", "run " + std::to_string(run.index) + " failed: " + failure);
-    fail_job("BackoffLimitExceeded", "run " + std::to_string(run.index) + " failed after " + std::to_string(restarts) +
-                                         " restarts: " + failure);
+    emit("Warning", "RunFailed", "run " + std::to_string(run.index) + " failed: " + failure,
+         run_key(run.index, int_or(rs, "attempt", 0)));
+    fail_job(reason, "run " + std::to_string(run.index) + " failed after " + std::to_string(restarts) +
+                         " restarts: " + failure);
+  }
+
+  // ---- lost nodes ----
+
+  /// How the node `pod` runs on is lost ("" when it is not): its Ready condition has not been
+  /// True for node_lost_after. A node not Ready for less requeues for the moment it would be.
+  std::string lost_node(const json& pod) {
+    if (nodes_.lost_after.count() <= 0) return "";
+    const std::string node = str_or(get_or(pod, "spec", json::object()), "nodeName");
+    const auto it = nodes_.unready.find(node);
+    if (node.empty() || it == nodes_.unready.end()) return "";
+    const NodeTrouble& t = it->second;
+    const auto lost_at = t.since + nodes_.lost_after;
+    if (o_.now < lost_at) {
+      requeue(lost_at - o_.now);
+      return "";
+    }
+    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(o_.now - t.since).count();
+    return "node " + node + " lost: Ready=" + t.status + " for " + std::to_string(secs) + " s (" + t.reason +
+           (t.message.empty() ? "" : ": " + t.message) + "; --node-lost-after " +
+           std::to_string(nodes_.lost_after.count()) + " s)";
+  }
+
+  /// Pods on a lost node never finish terminating (no kubelet confirms it): they are
+  /// force-deleted (gracePeriodSeconds 0, as kubectl delete --force), whatever their phase.
+  void force_delete_lost_pods() {
+    for (const auto& p : o_.pods) {
+      if (lost_node(p).empty()) continue;
+      deleted_.insert(pod_name(p));
+      d_.actions.push_back({Action::Verb::ForceDelete, "pods", pod_name(p), json(), "", {}});
+    }
+  }
+
+  /// "node N lost: ...; its pods: a, b" for the first of this attempt's pods on a lost node.
+  std::string lost_node_failure(const std::map<std::string, json>& present) {
+    std::string first, pods;
+    for (const auto& [name, p] : present) {
+      const std::string lost = lost_node(p);
+      if (lost.empty() || (!first.empty() && lost != first)) continue;
+      first = lost;
+      pods += (pods.empty() ? "" : ", ") + name;
+    }
+    return first.empty() ? "" : first + "; pods on it: " + pods;
   }
 
   // ---- report ----
@@ -496,11 +554,24 @@ class Reconcile {
     }
   }
 
-  void emit(const std::string& type, const std::string& reason, const std::string& message) {
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(o_.now.time_since_epoch()).count();
-    char suffix[40];
-    std::snprintf(suffix, sizeof suffix, "%llx%02zx", static_cast<unsigned long long>(ns), events_++);
-    d_.actions.push_back({Action::Verb::Event, "events", "", event(job_, type, reason, message, now_, suffix), "", {}});
+  /// "r<run>" or "r<run>.a<attempt>": which run (and attempt) an Event's transition belongs to.
+  static std::string run_key(int run, int attempt) {
+    return "r" + std::to_string(run) + (attempt >= 0 ? ".a" + std::to_string(attempt) : "");
+  }
+
+  /// Records a transition's Event under a name derived from the transition itself (job uid,
+  /// reason, run, attempt, generation: transition_event_name), never from the clock. The Event is created
+  /// before the status write that records the transition; a leader killed between the two
+  /// leaves it behind, the next one decides the same transition again and its create of the same
+  /// name answers 409 AlreadyExists, a no-op: one Event per transition.
+  void emit(const std::string& type, const std::string& reason, const std::string& message, const std::string& key) {
+    d_.actions.push_back(
+        {Action::Verb::Event,
+         "events",
+         "",
+         event(job_, type, reason, message, now_, transition_event_name(job_.name, job_.uid, reason, key)),
+         "",
+         {}});
   }
 
   void requeue(Clock::duration after) {
@@ -518,6 +589,7 @@ class Reconcile {
   }
 
   const Observed& o_;
+  const NodeHealth& nodes_;
   std::optional<BenchmarkJob> parsed_;
   JobContext job_;
   std::string now_;
@@ -525,14 +597,13 @@ class Reconcile {
   json status_;
   json original_status_;
   int runs_total_ = 0;
-  std::size_t events_ = 0;
   std::set<std::string> deleted_;
   Decision d_;
 };
 
 }  // namespace
 
-Decision reconcile(const Observed& observed) { return Reconcile(observed).run(); }
+Decision reconcile(const Observed& observed, const NodeHealth& nodes) { return Reconcile(observed, nodes).run(); }
 
 std::string format_time(Clock::time_point t) {
   const std::time_t tt = Clock::to_time_t(t);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +11,14 @@
 namespace trainbench::op {
 
 using Clock = std::chrono::system_clock;
+
+/// A node whose Ready condition is not True (False or Unknown), from its condition.
+struct NodeTrouble {
+  std::string status;       ///< "False" or "Unknown"
+  std::string reason;       ///< e.g. NodeStatusUnknown
+  std::string message;      ///< e.g. "Kubelet stopped posting node status."
+  Clock::time_point since;  ///< the condition's lastTransitionTime
+};
 
 /// Everything reconcile looks at for one BenchmarkJob, read fresh from the API (or the
 /// informers' caches). The controller is level-triggered: this snapshot is all it needs.
@@ -24,15 +33,26 @@ struct Observed {
   Clock::time_point now;
 };
 
+/// What reconcile knows of the nodes the job's pods run on (docs/operator.md, "Lost nodes").
+struct NodeHealth {
+  /// The nodes of the job's pods whose Ready condition is not True (absent: Ready, or unknown).
+  std::map<std::string, NodeTrouble> unready;
+  /// A node not Ready for this long is lost: the run on it fails (restart under backoffLimit)
+  /// and its pods are force-deleted. 0: nodes are not looked at.
+  std::chrono::seconds lost_after{0};
+};
+
 /// One thing to do to the cluster. Creates that answer 409 AlreadyExists and deletes that
 /// answer 404 are success (another reconcile, or an earlier operator, did it).
 struct Action {
   /// DeleteCollection: one request deletes every object matching `label_selector` (the pods
   /// of a run or a job), instead of one request per pod.
-  enum class Verb { Create, Delete, DeleteCollection, PatchStatus, Event };
+  /// ForceDelete: a Delete with gracePeriodSeconds 0 (as kubectl delete --force), for pods on
+  /// a lost node, which no kubelet will ever confirm gone.
+  enum class Verb { Create, Delete, ForceDelete, DeleteCollection, PatchStatus, Event };
   Verb verb = Verb::Create;
   std::string resource;  ///< pods, services, configmaps, serviceaccounts, roles, rolebindings, events, benchmarkjobs
-  std::string name;      ///< for Delete
+  std::string name;      ///< for Delete, ForceDelete
   nlohmann::json body;   ///< object to create, status merge patch, or event
   std::string label_selector;      ///< for DeleteCollection
   std::vector<std::string> names;  ///< for DeleteCollection: the known objects it deletes
@@ -46,7 +66,7 @@ struct Decision {
 
 /// Observe, compare with the plan, decide. Pure: no I/O, so every rule of the run policy is
 /// unit-tested (tests/operator/reconciler_test.cpp). The policy is in docs/operator.md.
-Decision reconcile(const Observed& observed);
+Decision reconcile(const Observed& observed, const NodeHealth& nodes = NodeHealth{});
 
 std::string format_time(Clock::time_point t);
 /// Parses RFC 3339 "YYYY-MM-DDTHH:MM:SSZ" (fractions and offsets accepted); nullopt if malformed.

@@ -2,6 +2,7 @@
 //   POST /kubesim/v1/namespaces/NS/pods/NAME/kill?signal=9[&container=C]  signal a pod's processes
 //   POST /kubesim/v1/compact         drop the watch history (older resourceVersions get 410)
 //   POST /kubesim/v1/watches/close   end every open watch stream, as a dropped connection would
+//   POST /kubesim/v1/nodes/NAME/lose  take a node away (node_lifecycle.hpp): its kubelet stops
 //   GET  /kubesim/v1/stats           counters (requests, objects, resourceVersion, watches, pods, faults)
 //   GET|PUT|POST|DELETE /kubesim/v1/faults   the fault injection rules (faults.hpp, README.md)
 
@@ -74,6 +75,11 @@ void ApiServer::serve_admin(Ctx& c) {
     int n = kubelet_ ? kubelet_->kill(parts[3], parts[5], c.req.param("container"), sig) : -1;
     if (n < 0) throw not_found("", "pods", parts[5]);
     send_json(c, 200, {{"signalled", n}, {"signal", sig}});
+    return;
+  }
+  if (parts.size() == 5 && parts[1] == "v1" && parts[2] == "nodes" && parts[4] == "lose" && m == "POST") {
+    if (!kubelet_ || !kubelet_->lose_node(parts[3])) throw not_found("", "nodes", parts[3]);
+    send_json(c, 200, {{"lost", parts[3]}});
     return;
   }
   c.code = 404;

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "netblock.hpp"
+#include "node_lifecycle.hpp"
 #include "pod_env.hpp"
 #include "process.hpp"
 #include "selectors.hpp"
@@ -156,13 +157,16 @@ struct Kubelet::Impl {
   std::thread controller;
   std::atomic<bool> stopping{false};
   std::shared_ptr<Watcher> watcher;
+  NodeLifecycle lifecycle;
 
-  Impl(Api& a, const TokenAuthority& t, KubeletOptions o) : api(a), tokens(t), opts(std::move(o)) {}
+  Impl(Api& a, const TokenAuthority& t, KubeletOptions o)
+      : api(a), tokens(t), opts(std::move(o)), lifecycle(a, opts.node_grace_s) {}
 
   // ---------- status ----------
 
   /// Writes the run's state into the pod's status (if the pod is still the same object).
   void publish(const RunPtr& run) {
+    if (lifecycle.lost(run->node)) return;  // a lost node's kubelet reports nothing
     json statuses = json::array(), init_statuses = json::array();
     std::string phase;
     bool all_ready = true, any_main = false;
@@ -242,6 +246,7 @@ struct Kubelet::Impl {
                   {"status", {{"addresses", json::array({{{"type", "InternalIP"}, {"address", ip}},
                                                          {{"type", "Hostname"}, {"address", n.name}}})}}}});
     }
+    lifecycle.start();
     std::vector<ObjPtr> existing;
     {
       std::lock_guard<std::recursive_mutex> lock(api.store().mu());
@@ -311,6 +316,7 @@ struct Kubelet::Impl {
       if (!is_deleting(pod) && !terminal) schedule(pod);
       return;
     }
+    if (lifecycle.lost(node)) return;  // nobody starts, stops or confirms anything there
     RunPtr run = find(uid);
     if (!run) {
       {
@@ -811,6 +817,7 @@ struct Kubelet::Impl {
 
   void stop() {
     if (stopping.exchange(true)) return;
+    lifecycle.stop();
     if (watcher) watcher->close();
     if (controller.joinable()) controller.join();
     std::vector<RunPtr> all;
@@ -926,6 +933,19 @@ int Kubelet::kill(const std::string& ns, const std::string& pod, const std::stri
     }
   }
   return n;
+}
+
+bool Kubelet::lose_node(const std::string& node) {
+  if (!impl_->lifecycle.lose(node)) return false;
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  for (const auto& [uid, run] : impl_->runs) {
+    if (run->node != node) continue;
+    std::lock_guard<std::mutex> run_lock(run->mu);
+    for (const auto& c : run->containers) {
+      if (c.running && c.pid > 0) ::kill(-c.pid, SIGSTOP);  // frozen: no progress, no answer
+    }
+  }
+  return true;
 }
 
 std::string Kubelet::log_path(const std::string& ns, const std::string& pod, const std::string& container) const {

@@ -34,6 +34,9 @@ struct KubeletOptions {
   /// The pod network shim (podnet_shim.cpp) preloaded into every container with KUBESIM_POD_IP:
   /// wildcard binds land on the pod IP, as in a pod's own network namespace. "" disables it.
   std::string podnet_library;
+  /// How long after a node is lost (lose_node) its Ready condition turns Unknown
+  /// (node-monitor-grace-period; node_lifecycle.hpp).
+  double node_grace_s = 40;
   std::vector<std::string> passthrough_env = {"PATH", "LD_LIBRARY_PATH", "TMPDIR", "LANG", "LC_ALL",
                                               "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"};
 };
@@ -58,6 +61,9 @@ class Kubelet {
   /// Whether the container is not running any more (or never will).
   bool container_finished(const std::string& ns, const std::string& pod, const std::string& container) const;
   json stats() const;
+  /// Takes a node away (node_lifecycle.hpp): its kubelet stops, its pods' processes are frozen,
+  /// its Ready condition turns Unknown after node_grace_s. False when no such node exists.
+  bool lose_node(const std::string& node);
   /// Prometheus targets as its kubernetes_sd (role: pod) would find them, in file_sd format: one
   /// group per declared port of each running container, with the same __meta_kubernetes_pod_*
   /// labels, so the relabeling a cluster's scrape config uses works unchanged.

@@ -4,6 +4,7 @@
 //           [--bookmark-interval SECONDS] [--max-grace SECONDS] [--dns-wait SECONDS] [--podnet-lib PATH]
 //           [--prometheus-sd FILE]
 //           [--watch-history EVENTS] [--no-aggregated-discovery] [--net-block K] [--faults JSON|@FILE]
+//           [--node-monitor-grace SECONDS]
 //
 // Writes DIR/{ca.crt,ca.key,server.crt,server.key,kubeconfig,admin-token,audit.log}, prints
 // "kubesim ready https://127.0.0.1:PORT" and serves until SIGTERM/SIGINT.
@@ -42,7 +43,7 @@ namespace {
                "               [--bookmark-interval SECONDS] [--max-grace SECONDS] [--dns-wait SECONDS]\n"
                "               [--podnet-lib PATH] [--prometheus-sd FILE]\n"
                "               [--watch-history EVENTS] [--no-aggregated-discovery] [--net-block K]\n"
-               "               [--faults JSON|@FILE]\n",
+               "               [--faults JSON|@FILE] [--node-monitor-grace SECONDS]\n",
                why.c_str());
   std::exit(2);
 }
@@ -123,6 +124,7 @@ int main(int argc, char** argv) {
         else if (m == "none") kopts.mode = KubeletMode::None;
         else usage("--kubelet must be process, fake or none");
       } else if (a == "--node") kopts.nodes.push_back(parse_node(value()));
+      else if (a == "--node-monitor-grace") kopts.node_grace_s = std::stod(value());
       else if (a == "--bookmark-interval") sopts.bookmark_interval_s = std::stod(value());
       else if (a == "--max-grace") kopts.max_grace_s = std::stod(value());
       else if (a == "--dns-wait") kopts.dns_wait_s = std::stod(value());

@@ -16,7 +16,7 @@ json failed_pod() {
                  "annotations": {"big": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"},
                  "ownerReferences": [{"kind": "BenchmarkJob", "name": "j", "uid": "u0"}],
                  "deletionTimestamp": "2026-11-22T10:00:00Z"},
-    "spec": {"containers": [{"name": "trainer", "image": "i",
+    "spec": {"nodeName": "node-2", "containers": [{"name": "trainer", "image": "i",
                              "env": [{"name": "TRAINBENCH_RUN_CONFIG", "value": "{\"a\": 1}"}]}]},
     "status": {"phase": "Failed", "reason": "Evicted", "message": "node lost", "podIP": "10.0.0.1",
                "hostIP": "10.1.0.1", "qosClass": "Burstable",
@@ -32,7 +32,7 @@ json failed_pod() {
 
 TEST(CacheTransforms, PodKeepsWhatReconcileReadsAndDropsTheSpec) {
   const json slim = slim_pod(failed_pod());
-  EXPECT_FALSE(slim.contains("spec"));
+  EXPECT_EQ(slim["spec"], (json{{"nodeName", "node-2"}})) << "of the spec, only the node (lost nodes)";
   EXPECT_FALSE(slim["metadata"].contains("annotations"));
   EXPECT_FALSE(slim["metadata"].contains("ownerReferences"));
   EXPECT_EQ(slim["metadata"]["name"], "j-r0-a0-trainer-1");
@@ -63,6 +63,23 @@ TEST(CacheTransforms, ConfigMapKeepsDataOthersOnlyMetadata) {
   const json slim_svc = slim_object(svc);
   EXPECT_EQ(slim_svc["metadata"]["name"], "j-r0");
   EXPECT_FALSE(slim_svc.contains("spec"));
+}
+
+TEST(CacheTransforms, NodeKeepsOnlyItsReadyCondition) {
+  const json node = {
+      {"metadata", {{"name", "n1"}, {"resourceVersion", "7"}, {"annotations", {{"a", "b"}}}}},
+      {"spec", {{"podCIDR", "10.0.0.0/24"}}},
+      {"status",
+       {{"conditions", json::array({{{"type", "MemoryPressure"}, {"status", "False"}},
+                                    {{"type", "Ready"}, {"status", "Unknown"}, {"reason", "NodeStatusUnknown"}}})},
+        {"images", json::array({"a", "b"})}}}};
+  const json slim = slim_node(node);
+  EXPECT_EQ(slim["metadata"]["name"], "n1");
+  EXPECT_FALSE(slim.contains("spec"));
+  ASSERT_EQ(slim["status"]["conditions"].size(), 1u);
+  EXPECT_EQ(slim["status"]["conditions"][0]["status"], "Unknown");
+  EXPECT_FALSE(slim["status"].contains("images"));
+  EXPECT_NO_THROW(slim_node({{"status", {{"conditions", 3}}}}));
 }
 
 TEST(CacheTransforms, MalformedObjectsDoNotThrow) {

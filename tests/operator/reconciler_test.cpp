@@ -87,13 +87,13 @@ void apply(Observed& o, const Decision& d) {
       if (a.resource == "roles") o.reporter_role = true;
       if (a.resource == "rolebindings") o.reporter_role_binding = true;
     } else if (a.verb == Action::Verb::DeleteCollection && a.resource == "pods") {
-      o.pods.erase(std::remove_if(o.pods.begin(), o.pods.end(),
-                                  [&](const json& p) { return matches(a.label_selector, p); }),
-                   o.pods.end());
-    } else if (a.verb == Action::Verb::Delete && a.resource == "pods") {
-      o.pods.erase(std::remove_if(o.pods.begin(), o.pods.end(),
-                                  [&](const json& p) { return p["metadata"]["name"] == a.name; }),
-                   o.pods.end());
+      o.pods.erase(
+          std::remove_if(o.pods.begin(), o.pods.end(), [&](const json& p) { return matches(a.label_selector, p); }),
+          o.pods.end());
+    } else if ((a.verb == Action::Verb::Delete || a.verb == Action::Verb::ForceDelete) && a.resource == "pods") {
+      o.pods.erase(
+          std::remove_if(o.pods.begin(), o.pods.end(), [&](const json& p) { return p["metadata"]["name"] == a.name; }),
+          o.pods.end());
     } else if (a.verb == Action::Verb::PatchStatus) {
       o.job["status"] = a.body["status"];
     }
@@ -375,6 +375,125 @@ TEST(Reconciler, RestartedOperatorCreatesNoDuplicates) {
   ASSERT_EQ(creates.size(), 1u);
   EXPECT_NE(creates[0]->name, o.pods[0]["metadata"]["name"]);
   EXPECT_TRUE(of(d, Action::Verb::Create, "services").empty());
+}
+
+std::vector<std::string> event_names(const Decision& d) {
+  std::vector<std::string> out;
+  for (const auto* a : of(d, Action::Verb::Event)) out.push_back(a->body["metadata"]["name"]);
+  return out;
+}
+
+/// A leader killed after recording a transition's Event but before the status write: the next
+/// leader decides the same transition again and must name its Event the same (the create is
+/// then AlreadyExists), while different transitions, attempts and jobs get different names.
+TEST(Reconciler, TransitionEventsHaveOneNamePerTransition) {
+  Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
+  const Decision first = reconcile(o);
+  o.now = t0() + std::chrono::seconds(7);  // another leader, later
+  const Decision again = reconcile(o);
+  ASSERT_EQ(event_names(first).size(), 1u);
+  EXPECT_EQ(event_names(first), event_names(again));
+  EXPECT_EQ(event_names(first)[0], "bj.runstarted.r0.a0.uid-1");
+  EXPECT_EQ(of(first, Action::Verb::Event)[0]->body["count"], 1);
+
+  apply(o, first);
+  all_running(o);
+  apply(o, reconcile(o));
+  set_phase(o, trainer_pod_name("bj", 0, 0, 0), "Failed", 1);
+  Decision d = reconcile(o);
+  EXPECT_EQ(event_names(d), std::vector<std::string>{"bj.runrestarted.r0.a0.uid-1"});
+  apply(o, d);
+  d = reconcile(o);
+  EXPECT_EQ(event_names(d), std::vector<std::string>{"bj.runstarted.r0.a1.uid-1"}) << "a new attempt, a new Event";
+
+  Observed recreated{job_object(), {}, {}, {}, false, false, false, t0()};
+  recreated.job["metadata"]["uid"] = "0123456789abcdef";
+  EXPECT_EQ(event_names(reconcile(recreated)), std::vector<std::string>{"bj.runstarted.r0.a0.01234567"});
+}
+
+/// n2 not Ready since t0 + 10 s, lost after 60 s.
+NodeHealth n2_unknown() {
+  NodeHealth h;
+  h.unready["n2"] = {"Unknown", "NodeStatusUnknown", "Kubelet stopped posting node status.",
+                     t0() + std::chrono::seconds(10)};
+  h.lost_after = std::chrono::seconds(60);
+  return h;
+}
+
+/// Run 0 running with its master on n1 and its trainer on n2.
+Observed running_with_lost_node(int backoff_limit) {
+  Observed o{job_object({{"runPolicy", {{"backoffLimit", backoff_limit}}}}), {}, {}, {}, false, false, false, t0()};
+  apply(o, reconcile(o));
+  all_running(o);
+  apply(o, reconcile(o));
+  for (auto& p : o.pods) {
+    p["spec"]["nodeName"] = p["metadata"]["labels"]["trainbench.dev/role"] == "master" ? "n1" : "n2";
+  }
+  return o;
+}
+
+std::vector<const Action*> forced_deletes(const Decision& d) { return of(d, Action::Verb::ForceDelete, "pods"); }
+
+TEST(Reconciler, LostNodeRestartsTheRunNamingTheNodeAndForceDeletesItsPods) {
+  Observed o = running_with_lost_node(1);
+  o.now = t0() + std::chrono::seconds(40);  // not Ready for 30 s: not lost yet
+  Decision d = reconcile(o, n2_unknown());
+  EXPECT_TRUE(forced_deletes(d).empty());
+  EXPECT_TRUE(of(d, Action::Verb::DeleteCollection).empty());
+  ASSERT_TRUE(d.requeue_after.has_value());
+  EXPECT_LE(d.requeue_after->count(), 30200) << "reconciled again when the node would be lost";
+
+  o.now = t0() + std::chrono::seconds(71);
+  d = reconcile(o, n2_unknown());
+  const auto forced = forced_deletes(d);
+  ASSERT_EQ(forced.size(), 1u);
+  EXPECT_EQ(forced[0]->name, trainer_pod_name("bj", 0, 0, 0));
+  EXPECT_EQ(d.actions.front().verb, Action::Verb::ForceDelete) << "forced before the run's collection delete";
+  apply(o, d);
+  const json& rs = o.job["status"]["runs"][0];
+  EXPECT_EQ(rs["attempt"], 1);
+  const std::string msg = rs["message"];
+  EXPECT_NE(msg.find("node n2 lost: Ready=Unknown for 61 s (NodeStatusUnknown: Kubelet stopped posting node status."),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("pods on it: " + trainer_pod_name("bj", 0, 0, 0)), std::string::npos) << msg;
+  ASSERT_EQ(of(d, Action::Verb::Event).size(), 1u);
+  EXPECT_EQ(of(d, Action::Verb::Event)[0]->body["reason"], "RunRestarted");
+  EXPECT_EQ(o.job["status"]["phase"], "Running");
+}
+
+TEST(Reconciler, LostNodeWithBackoffSpentFailsTheJobWithReasonNodeLost) {
+  Observed o = running_with_lost_node(0);
+  o.now = t0() + std::chrono::seconds(71);
+  apply(o, reconcile(o, n2_unknown()));
+  EXPECT_EQ(o.job["status"]["phase"], "Failed");
+  const json& failed = o.job["status"]["conditions"].back();
+  EXPECT_EQ(failed["type"], "Failed");
+  EXPECT_EQ(failed["reason"], "NodeLost");
+  EXPECT_NE(failed["message"].get<std::string>().find("node n2 lost"), std::string::npos);
+  EXPECT_TRUE(o.pods.empty());
+}
+
+TEST(Reconciler, PodStuckTerminatingOnALostNodeIsForceDeletedAfterTheJobEnds) {
+  Observed o = running_with_lost_node(1);
+  o.job["status"]["phase"] = "Succeeded";
+  for (auto& p : o.pods) p["metadata"]["deletionTimestamp"] = "2026-11-22T10:00:05Z";
+  o.now = t0() + std::chrono::seconds(71);
+  const Decision d = reconcile(o, n2_unknown());
+  const auto forced = forced_deletes(d);
+  ASSERT_EQ(forced.size(), 1u) << "only the pod on the lost node; the other one's kubelet confirms";
+  EXPECT_EQ(forced[0]->name, trainer_pod_name("bj", 0, 0, 0));
+}
+
+TEST(Reconciler, LostNodesAreIgnoredWhenTheBoundIsZero) {
+  Observed o = running_with_lost_node(1);
+  NodeHealth off = n2_unknown();
+  off.lost_after = std::chrono::seconds(0);
+  o.now = t0() + std::chrono::seconds(1000);
+  const Decision d = reconcile(o, off);
+  EXPECT_TRUE(forced_deletes(d).empty());
+  EXPECT_TRUE(of(d, Action::Verb::Delete).empty());
+  EXPECT_TRUE(of(d, Action::Verb::Event).empty());
 }
 
 TEST(Reconciler, ResultOfAnOlderAttemptIsIgnored) {
