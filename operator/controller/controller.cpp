@@ -259,8 +259,12 @@ void Controller::execute(const std::string& key, const std::string& ns, const st
       } catch (const kube::ConflictError&) {
         // AlreadyExists: this transition's Event was recorded by a leader that died before its
         // status write (Event names are per transition, naming.hpp): recorded once, not again.
-      } catch (const kube::KubeError& e) {
-        std::cerr << "trainbench-operator: event not recorded: " << e.what() << "\n";  // best effort
+      } catch (const kube::TransportError&) {
+        throw;  // transient: this reconcile fails before its status write, and the next records
+                // the same Event again (same name: once, whether or not this create landed)
+      } catch (const kube::ApiError& e) {
+        if (e.is_server_error() || e.is_too_many_requests()) throw;  // transient, as above
+        std::cerr << "trainbench-operator: event not recorded: " << e.what() << "\n";  // refused: best effort
       }
       return;
   }
