@@ -36,7 +36,8 @@ void decode_answer(int code, const std::string& body, const std::string& retry_a
   }
   const nlohmann::json status = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (status.is_discarded()) return;
-  (void)kube::parse_status_details(status.value("details", nlohmann::json()));
+  if (status.is_object() && status.contains("details")) (void)kube::parse_status_details(status["details"]);
+  (void)kube::parse_status_details(status);
   try {
     std::rethrow_exception(kube::make_api_error_from_status(status, request));
   } catch (const kube::ApiError& e) {

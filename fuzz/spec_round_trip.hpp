@@ -13,9 +13,15 @@ namespace trainbench::fuzz {
 
 inline void check_valid_job_round_trip(const BenchmarkJob& job) {
   const nlohmann::json first = to_json(job);
+  std::string text;
+  try {
+    text = first.dump();
+  } catch (const nlohmann::json::exception& e) {
+    fail(__FILE__, __LINE__, std::string("a valid job cannot be sent (") + e.what() + "): " + safe_dump(first));
+  }
   BenchmarkJob again;
   try {
-    again = parse_benchmark_job(first.dump());
+    again = parse_benchmark_job(text);
   } catch (const SpecError& e) {
     fail(__FILE__, __LINE__, std::string("a valid job's JSON is refused: ") + e.what());
   }
