@@ -35,7 +35,7 @@ MemoryCopyLimit limit_from_json(const nlohmann::json& j, const std::string& path
   l.kind = jf::get_string(j, "kind", path);
   l.bytes_per_sec = jf::get_number(j, "bytesPerSec", path);
   l.buffer_bytes = jf::get_int(j, "bufferBytes", path);
-  l.copies = static_cast<int>(jf::get_int(j, "copies", path));
+  l.copies = jf::get_int32(j, "copies", path);
   if (!(l.bytes_per_sec >= 0)) throw std::runtime_error(path + ".bytesPerSec: must be >= 0");
   return l;
 }
@@ -134,8 +134,8 @@ AllreduceRunInfo allreduce_run_info_from_json(const nlohmann::json& j, const std
   }
   if (i.sizes_bytes.empty()) throw std::runtime_error(p + ".sizesBytes: must not be empty");
   i.limit = limit_from_json(jf::member(j, "limit", p), p + ".limit");
-  i.warmup_ops = static_cast<int>(jf::get_int(j, "warmupOps", p));
-  i.ops_per_repeat = static_cast<int>(jf::get_int(j, "opsPerRepeat", p));
+  i.warmup_ops = jf::get_int32(j, "warmupOps", p);
+  i.ops_per_repeat = jf::get_int32(j, "opsPerRepeat", p);
   i.verified = jf::get_bool(j, "verified", p);
   return i;
 }
@@ -212,10 +212,10 @@ AllreduceReport allreduce_report_from_json(const nlohmann::json& j, const std::s
   jf::require_object(j, p);
   AllreduceReport r;
   r.dtype = jf::get_string(j, "dtype", p);
-  r.world_size = static_cast<int>(jf::get_int(j, "worldSize", p));
-  r.warmup_ops = static_cast<int>(jf::get_int(j, "warmupOps", p));
-  r.ops_per_repeat = static_cast<int>(jf::get_int(j, "opsPerRepeat", p));
-  r.repeats = static_cast<int>(jf::get_int(j, "repeats", p));
+  r.world_size = jf::get_int32(j, "worldSize", p);
+  r.warmup_ops = jf::get_int32(j, "warmupOps", p);
+  r.ops_per_repeat = jf::get_int32(j, "opsPerRepeat", p);
+  r.repeats = jf::get_int32(j, "repeats", p);
   r.verified = jf::get_bool(j, "verified", p);
   r.limit = limit_from_json(jf::member(j, "limit", p), p + ".limit");
   const auto& sizes = jf::get_array(j, "sizes", p);

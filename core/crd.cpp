@@ -60,8 +60,22 @@ json object_t(const std::string& description, json properties, const std::vector
   return j;
 }
 
+/// A map (string keys): at most kMaxMapEntries entries, as core reads it.
 json map_t(const std::string& description, json values) {
-  return {{"type", "object"}, {"description", description}, {"additionalProperties", std::move(values)}};
+  return {{"type", "object"},
+          {"description", description},
+          {"maxProperties", kMaxMapEntries},
+          {"additionalProperties", std::move(values)}};
+}
+
+json bounded_string_t(int max_length) { return {{"type", "string"}, {"maxLength", max_length}}; }
+
+/// A list of 32-bit integers >= 1 (layer widths, block indices), at most `max_items` long.
+json int_list_t(const std::string& description, int max_items) {
+  return {{"type", "array"},
+          {"description", description},
+          {"maxItems", max_items},
+          {"items", {{"type", "integer"}, {"format", "int32"}, {"minimum", 1}, {"maximum", kInt32Max}}}};
 }
 
 json label_value_t() {
@@ -72,6 +86,7 @@ json label_value_t() {
 json quantity_t() {
   return {{"anyOf", json::array({{{"type", "integer"}}, {{"type", "string"}}})},
           {"x-kubernetes-int-or-string", true},
+          {"maxLength", kMaxQuantityLength},
           {"pattern", kQuantityPattern},
           {"minimum", 0}};
 }
@@ -83,7 +98,12 @@ json k8s_objects_t(const std::string& description, const std::vector<std::string
     item["required"] = required;
     for (const auto& r : required) item["properties"][r] = {{"type", "string"}, {"minLength", 1}};
   }
-  return {{"type", "array"}, {"description", description}, {"items", item}};
+  return {{"type", "array"}, {"description", description}, {"maxItems", kMaxPodListItems}, {"items", item}};
+}
+
+json with_default(json schema, const json& value) {
+  schema["default"] = value;
+  return schema;
 }
 
 json date_time_t(const std::string& description) {
@@ -132,11 +152,10 @@ json hybrid_embedding_schema() {
        {"numEmbeddings", int_t("Rows per table.", 1, kInt32Max, h.num_embeddings)},
        {"embeddingDim", int_t("Columns per table.", 1, kInt32Max, h.embedding_dim)},
        {"bagSize", int_t("Indices per bag (one bag per example and table).", 1, kInt32Max, h.bag_size)},
-       {"denseSizes",
-        {{"type", "array"},
-         {"description", "Hidden widths of the dense part (ReLU after the second layer, as in the seed)."},
-         {"items", {{"type", "integer"}, {"format", "int32"}, {"minimum", 1}, {"maximum", kInt32Max}}},
-         {"default", h.dense_sizes}}},
+       {"denseSizes", with_default(int_list_t("Hidden widths of the dense part (ReLU after the second layer, as in "
+                                              "the seed).",
+                                              kMaxLayerListItems),
+                                   h.dense_sizes)},
        {"numClasses", int_t("Output classes.", 2, kInt32Max, h.num_classes)}});
 }
 
@@ -164,15 +183,11 @@ json benchmark_schema() {
   const BenchmarkSpec b;
   const MlpSpec m;
   const DdpSpec d;
-  json mlp = object_t(
-      "Shape of the mlp model: inputSize -> hiddenSizes... -> numClasses, ReLU between layers.",
-      {{"inputSize", int_t("Input features.", 1, kInt32Max, m.input_size)},
-       {"hiddenSizes",
-        {{"type", "array"},
-         {"description", "Hidden layer widths."},
-         {"items", {{"type", "integer"}, {"format", "int32"}, {"minimum", 1}, {"maximum", kInt32Max}}},
-         {"default", m.hidden_sizes}}},
-       {"numClasses", int_t("Output classes.", 2, kInt32Max, m.num_classes)}});
+  json mlp =
+      object_t("Shape of the mlp model: inputSize -> hiddenSizes... -> numClasses, ReLU between layers.",
+               {{"inputSize", int_t("Input features.", 1, kInt32Max, m.input_size)},
+                {"hiddenSizes", with_default(int_list_t("Hidden layer widths.", kMaxLayerListItems), m.hidden_sizes)},
+                {"numClasses", int_t("Output classes.", 2, kInt32Max, m.num_classes)}});
   json ddp = object_t(
       "DistributedDataParallel settings.",
       {{"bucketCapMB", positive_number("Gradient bucket size in MB, as DDP's bucket_cap_mb.", d.bucket_cap_mb)},
@@ -183,8 +198,9 @@ json benchmark_schema() {
         bool_t("Broadcast BatchNorm buffers from rank 0 before each forward.", d.broadcast_buffers)}});
   return object_t(
       "What is trained and measured. Data is synthetic, made on the device once per run.",
-      {{"model", enum_t(known_models(), "The model; parameter counts equal the reference implementations' "
-                                          "(torchvision, BERT-base with pooler, GPT-2 small).")},
+      {{"model", enum_t(known_models(),
+                        "The model; parameter counts equal the reference implementations' "
+                        "(torchvision, BERT-base with pooler, GPT-2 small).")},
        {"paradigm", enum_t(known_paradigms(),
                            "none: one process, no communication (the \"no ddp\" row); ddp: data parallel with "
                            "bucketed all-reduce; zero: ddp with Adam's state sharded over the ranks (ZeRO-1); "
@@ -194,9 +210,9 @@ json benchmark_schema() {
                            b.paradigm)},
        {"batchSizePerDevice", int_t("Examples per rank per step.", 1, 65536, b.batch_size_per_device)},
        {"precision", enum_t(known_precisions(),
-                              "Training precision: fp32; amp-bf16 (autocast to bfloat16, CPU or GPU); amp-fp16 "
-                              "(autocast to float16 with dynamic loss scaling, GPU only).",
-                              b.precision)},
+                            "Training precision: fp32; amp-bf16 (autocast to bfloat16, CPU or GPU); amp-fp16 "
+                            "(autocast to float16 with dynamic loss scaling, GPU only).",
+                            b.precision)},
        {"warmupSteps", int_t("Steps run before timing starts.", 0, kInt32Max, b.warmup_steps)},
        {"measureSteps", int_t("Timed steps per repeat.", 1, kInt32Max, b.measure_steps)},
        {"repeats", int_t("Rounds of measureSteps; the report shows the median over rounds.", 1, 1000, b.repeats)},
@@ -218,15 +234,12 @@ json benchmark_schema() {
        {"pipeline",
         object_t("paradigms pipeline and model-parallel: the model as a sequence of blocks split into one stage "
                  "per rank.",
-                 {{"microBatches",
-                   int_t("pipeline: micro-batches per step (GPipe); model-parallel uses 1.", 1, 65536,
-                         b.pipeline.micro_batches)},
+                 {{"microBatches", int_t("pipeline: micro-batches per step (GPipe); model-parallel uses 1.", 1, 65536,
+                                         b.pipeline.micro_batches)},
                   {"boundaries",
-                   {{"type", "array"},
-                    {"description",
-                     "Index of the first block of stages 1..S-1 (S = nodes x devicesPerNode); unset: balanced by "
-                     "parameter count."},
-                    {"items", {{"type", "integer"}, {"format", "int32"}, {"minimum", 1}, {"maximum", kInt32Max}}}}}})},
+                   int_list_t("Index of the first block of stages 1..S-1 (S = nodes x devicesPerNode), each below "
+                              "the model's block count; unset: balanced by parameter count.",
+                              kMaxBoundaries)}})},
        {"sequenceLength",
         int_t("Tokens per sequence of bert-base, gpt2-small and mlstm (their ex/sec counts sequences).", 1, 65536,
               b.sequence_length)},
@@ -272,23 +285,27 @@ json template_schema() {
   json quantities = map_t("Resource name -> quantity (8, \"500m\", \"4Gi\").", quantity_t());
   return object_t(
       "Merged by the operator into every pod it creates (masters and trainers).",
-      {{"image", {{"type", "string"}, {"minLength", 1}, {"default", t.image}, {"description", "Worker image."}}},
+      {{"image",
+        {{"type", "string"},
+         {"minLength", 1},
+         {"maxLength", kMaxImageLength},
+         {"default", t.image},
+         {"description", "Worker image."}}},
        {"imagePullPolicy", enum_t(known_pull_policies(), "Unset: Kubernetes' default for the image's tag.")},
        {"serviceAccountName",
         {{"type", "string"},
-         {"maxLength", 253},
+         {"maxLength", kMaxServiceAccountNameLength},
          {"pattern", kDnsSubdomainPattern},
          {"description", "ServiceAccount of the trainer pods (masters use the job's reporter account)."}}},
-       {"resources",
-        object_t("Container resources of the trainer pods, as core/v1 ResourceRequirements.",
-                 {{"limits", quantities}, {"requests", quantities}})},
+       {"resources", object_t("Container resources of the trainer pods, as core/v1 ResourceRequirements.",
+                              {{"limits", quantities}, {"requests", quantities}})},
        {"nodeSelector", map_t("Pod nodeSelector.", label_value_t())},
        {"tolerations", k8s_objects_t("Pod tolerations (core/v1 Toleration), kept verbatim.", {})},
        {"volumes", k8s_objects_t("Pod volumes (core/v1 Volume), kept verbatim.", {"name"})},
        {"volumeMounts",
         k8s_objects_t("Worker container volumeMounts (core/v1 VolumeMount), kept verbatim.", {"name", "mountPath"})},
        {"env", k8s_objects_t("Extra worker container env (core/v1 EnvVar), kept verbatim.", {"name"})},
-       {"annotations", map_t("Pod annotations.", {{"type", "string"}})},
+       {"annotations", map_t("Pod annotations.", bounded_string_t(kMaxAnnotationValueLength))},
        {"labels", map_t("Pod labels; trainbench.dev/* and the operator's app.kubernetes.io/* labels are reserved.",
                         label_value_t())}});
 }
@@ -296,12 +313,13 @@ json template_schema() {
 json nccl_schema() {
   return object_t(
       "NCCL environment of the worker pods; unset fields are not set.",
-      {{"socketIfname", string_t("NCCL_SOCKET_IFNAME, e.g. eth0.")},
+      {{"socketIfname",
+        {{"type", "string"}, {"maxLength", kMaxSocketIfnameLength}, {"description", "NCCL_SOCKET_IFNAME, e.g. eth0."}}},
        {"ibDisable", bool_t("NCCL_IB_DISABLE (true: 1).")},
        {"debug", enum_t(known_nccl_debug_levels(), "NCCL_DEBUG.")},
        {"extraEnv", map_t("More variables, name -> value; names are letters, digits and '_', not starting with a "
                           "digit (checked by trainbench: schemas cannot constrain map keys).",
-                          {{"type", "string"}})}});
+                          bounded_string_t(kMaxEnvValueLength))}});
 }
 
 json run_policy_schema() {
@@ -380,19 +398,25 @@ json condition_schema() {
          {{"type", "string"},
           {"maxLength", 316},
           {"pattern",
-           "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"},
+           "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/"
+           ")?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"},
           {"description", "Condition type."}}},
-        {"status", {{"type", "string"}, {"enum", {"True", "False", "Unknown"}}, {"description", "True, False or Unknown."}}},
+        {"status",
+         {{"type", "string"}, {"enum", {"True", "False", "Unknown"}}, {"description", "True, False or Unknown."}}},
         {"reason",
          {{"type", "string"},
           {"minLength", 1},
           {"maxLength", 1024},
           {"pattern", "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"},
           {"description", "CamelCase reason."}}},
-        {"message", {{"type", "string"}, {"maxLength", 32768}, {"description", "Human-readable details."}}},
+        {"message",
+         {{"type", "string"}, {"maxLength", kMaxConditionMessageLength}, {"description", "Human-readable details."}}},
         {"lastTransitionTime", date_time_t("When status last changed.")},
         {"observedGeneration",
-         {{"type", "integer"}, {"format", "int64"}, {"minimum", 0}, {"description", "The generation it was set for."}}}}}};
+         {{"type", "integer"},
+          {"format", "int64"},
+          {"minimum", 0},
+          {"description", "The generation it was set for."}}}}}};
 }
 
 json status_schema() {

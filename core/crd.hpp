@@ -20,6 +20,9 @@ inline constexpr const char* kCrdName = "benchmarkjobs.trainbench.dev";
 inline constexpr const char* kCrdFile = "crds/trainbench.dev_benchmarkjobs.yaml";
 inline constexpr const char* kCrdRegenerate = "./build/cli/trainbench crd > crds/trainbench.dev_benchmarkjobs.yaml";
 
+/// A status condition's message: metav1.Condition's maxLength (the operator cuts to it).
+inline constexpr int kMaxConditionMessageLength = 32768;
+
 /// Status vocabulary, shared by the CRD schema and the operator.
 const std::vector<std::string>& known_job_phases();       ///< Pending, Running, Succeeded, Failed, Invalid
 const std::vector<std::string>& known_run_phases();       ///< Pending, Running, Succeeded, Failed

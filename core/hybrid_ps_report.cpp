@@ -91,8 +91,8 @@ nlohmann::json to_json(const HybridPsReport& r) {
 HybridPsReport hybrid_ps_report_from_json(const nlohmann::json& j, const std::string& path) {
   jf::require_object(j, path);
   HybridPsReport r;
-  r.trainers = static_cast<int>(jf::get_int(j, "trainers", path));
-  r.parameter_servers = static_cast<int>(jf::get_int(j, "parameterServers", path));
+  r.trainers = jf::get_int32(j, "trainers", path);
+  r.parameter_servers = jf::get_int32(j, "parameterServers", path);
   if (r.trainers < 1) throw std::runtime_error(path + ".trainers: must be >= 1");
   if (r.parameter_servers < 1) throw std::runtime_error(path + ".parameterServers: must be >= 1");
   const auto& servers = jf::get_array(j, "servers", path);
@@ -104,8 +104,8 @@ HybridPsReport hybrid_ps_report_from_json(const nlohmann::json& j, const std::st
     const std::string sp = path + ".servers[" + std::to_string(i) + "]";
     jf::require_object(servers[i], sp);
     ServerReport s;
-    s.rank = static_cast<int>(jf::get_int(servers[i], "rank", sp));
-    s.server = static_cast<int>(jf::get_int(servers[i], "server", sp));
+    s.rank = jf::get_int32(servers[i], "rank", sp);
+    s.server = jf::get_int32(servers[i], "server", sp);
     s.rows = jf::get_int(servers[i], "rows", sp);
     s.lookups = jf::get_int(servers[i], "lookups", sp);
     s.lookup_service_seconds =

@@ -1,6 +1,8 @@
 #include "core/json_fields.hpp"
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <stdexcept>
 
 namespace trainbench::json_fields {
@@ -48,10 +50,37 @@ double get_number(const nlohmann::json& obj, const std::string& key, const std::
   return as_number(member(obj, key, path), child(path, key));
 }
 
+std::int64_t as_int(const nlohmann::json& j, const std::string& path) {
+  if (!j.is_number_integer()) fail(path, "must be an integer");
+  if (j.is_number_unsigned() &&
+      j.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    fail(path, "must be a 64-bit integer, got " + j.dump());
+  }
+  return j.get<std::int64_t>();
+}
+
+int as_int32(const nlohmann::json& j, const std::string& path) {
+  const std::int64_t v = as_int(j, path);
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
+    fail(path, "must be a 32-bit integer, got " + std::to_string(v));
+  }
+  return static_cast<int>(v);
+}
+
 std::int64_t get_int(const nlohmann::json& obj, const std::string& key, const std::string& path) {
-  const auto& v = member(obj, key, path);
-  if (!v.is_number_integer()) fail(child(path, key), "must be an integer");
-  return v.get<std::int64_t>();
+  return as_int(member(obj, key, path), child(path, key));
+}
+
+int get_int32(const nlohmann::json& obj, const std::string& key, const std::string& path) {
+  return as_int32(member(obj, key, path), child(path, key));
+}
+
+std::vector<int> get_int32_list(const nlohmann::json& obj, const std::string& key, const std::string& path) {
+  const auto& arr = get_array(obj, key, path);
+  std::vector<int> out;
+  for (std::size_t i = 0; i < arr.size(); ++i)
+    out.push_back(as_int32(arr[i], child(path, key) + "[" + std::to_string(i) + "]"));
+  return out;
 }
 
 bool get_bool(const nlohmann::json& obj, const std::string& key, const std::string& path) {

@@ -30,6 +30,31 @@ TransformerShape resolve_transformer(const std::string& model, const Transformer
   return s;
 }
 
+const std::vector<int>& resnet_stage_depths(const std::string& model) {
+  static const std::vector<int> k18{2, 2, 2, 2};
+  static const std::vector<int> k50{3, 4, 6, 3};
+  static const std::vector<int> k101{3, 4, 23, 3};
+  static const std::vector<int> none;
+  if (model == "resnet18") return k18;
+  if (model == "resnet50" || model == "resnext50_32x4d") return k50;
+  if (model == "resnet101" || model == "resnext101_32x8d") return k101;
+  return none;
+}
+
+int model_block_count(const BenchmarkSpec& b) {
+  const auto size = [](const std::vector<int>& v) { return static_cast<int>(v.size()); };
+  if (b.model == "mlp") return size(b.mlp.hidden_sizes) + 1;  // one block per Linear layer
+  if (is_transformer_model(b.model))
+    return resolve_transformer(b.model, b.transformer).layers + 2;                     // embeddings, layers, head
+  if (b.model == "mlstm") return 3;                                                    // embedding, recurrence, decoder
+  if (b.model == "hybrid-embedding") return size(b.hybrid_embedding.dense_sizes) + 2;  // tables, Linear layers
+  const auto& depths = resnet_stage_depths(b.model);
+  if (depths.empty()) return 0;
+  int blocks = 2;  // stem, head
+  for (int d : depths) blocks += d;
+  return blocks;
+}
+
 nlohmann::json to_json(const TransformerSpec& t) {
   return {{"layers", t.layers},         {"hidden", t.hidden},       {"heads", t.heads},
           {"intermediate", t.intermediate}, {"vocabSize", t.vocab_size}, {"maxPositions", t.max_positions}};
@@ -46,7 +71,7 @@ nlohmann::json to_json(const HybridEmbeddingSpec& h) {
 
 namespace {
 int get_int32(const nlohmann::json& j, const std::string& key, const std::string& path) {
-  return static_cast<int>(jf::get_int(j, key, path));
+  return jf::get_int32(j, key, path);
 }
 }  // namespace
 
@@ -78,14 +103,7 @@ HybridEmbeddingSpec hybrid_embedding_spec_from_json(const nlohmann::json& j, con
   h.embedding_dim = get_int32(j, "embeddingDim", path);
   h.bag_size = get_int32(j, "bagSize", path);
   h.num_classes = get_int32(j, "numClasses", path);
-  h.dense_sizes.clear();
-  const auto& dense = jf::get_array(j, "denseSizes", path);
-  for (std::size_t i = 0; i < dense.size(); ++i) {
-    if (!dense[i].is_number_integer()) {
-      throw std::runtime_error(path + ".denseSizes[" + std::to_string(i) + "]: must be an integer");
-    }
-    h.dense_sizes.push_back(dense[i].get<int>());
-  }
+  h.dense_sizes = jf::get_int32_list(j, "denseSizes", path);
   return h;
 }
 

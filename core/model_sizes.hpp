@@ -30,6 +30,16 @@ bool is_language_model(const std::string& model);
 /// The preset of bert-base / gpt2-small with `overrides` applied (0 keeps the preset).
 TransformerShape resolve_transformer(const std::string& model, const TransformerSpec& overrides);
 
+/// Residual blocks per stage of the ResNet / ResNeXt models ({2, 2, 2, 2} for resnet18, ...);
+/// empty for the others.
+const std::vector<int>& resnet_stage_depths(const std::string& model);
+
+/// The blocks paradigms pipeline and model-parallel split `b.model` into (worker/models.hpp
+/// blocks()): mlp one per Linear layer; ResNets stem, residual blocks, head (resnet50: 18);
+/// transformers embeddings, layers, head; mlstm 3; hybrid-embedding the tables and one per
+/// Linear layer. 0 for an unknown model.
+int model_block_count(const BenchmarkSpec& b);
+
 nlohmann::json to_json(const TransformerSpec& t);
 nlohmann::json to_json(const MlstmSpec& m);
 nlohmann::json to_json(const HybridEmbeddingSpec& h);

@@ -9,6 +9,7 @@
 #include "core/allreduce_run.hpp"
 #include "core/hybrid_ps_report.hpp"
 #include "core/json_fields.hpp"
+#include "core/spec_error.hpp"
 
 namespace trainbench {
 
@@ -69,7 +70,9 @@ RunReport summarize_run(const RunConfig& cfg, const RunResult& result) {
     pr.micro_batches = result.micro_batches;
     pr.block_count = result.block_count;
     pr.stage_starts = result.stage_starts;
-    pr.theoretical_bubble = static_cast<double>(pr.stages - 1) / static_cast<double>(pr.micro_batches + pr.stages - 1);
+    // In doubles: micro_batches + stages - 1 overflows an int for microBatches near INT_MAX.
+    const double stages = static_cast<double>(pr.stages);
+    pr.theoretical_bubble = (stages - 1.0) / (static_cast<double>(pr.micro_batches) + stages - 1.0);
     run.pipeline = pr;
   }
   run.parameter_count = result.parameter_count;
@@ -245,12 +248,12 @@ nlohmann::json to_json(const Report& r) {
 RunReport run_report_from_json(const nlohmann::json& rj, const std::string& p) {
   jf::require_object(rj, p);
   RunReport run;
-  run.index = static_cast<int>(jf::get_int(rj, "index", p));
+  run.index = jf::get_int32(rj, "index", p);
   run.label = jf::get_string(rj, "label", p);
   run.devices_label = jf::get_string(rj, "devices", p);
-  run.nodes = static_cast<int>(jf::get_int(rj, "nodes", p));
-  run.devices_per_node = static_cast<int>(jf::get_int(rj, "devicesPerNode", p));
-  run.world_size = static_cast<int>(jf::get_int(rj, "worldSize", p));
+  run.nodes = jf::get_int32(rj, "nodes", p);
+  run.devices_per_node = jf::get_int32(rj, "devicesPerNode", p);
+  run.world_size = jf::get_int32(rj, "worldSize", p);
   run.paradigm = jf::get_string(rj, "paradigm", p);
   run.bucket_cap_mb = jf::get_number(rj, "bucketCapMB", p);
   run.phase = jf::get_string(rj, "phase", p);
@@ -264,7 +267,7 @@ RunReport run_report_from_json(const nlohmann::json& rj, const std::string& p) {
     if (jf::has(rj, "speedup")) run.speedup = jf::get_number(rj, "speedup", p);
     if (jf::has(rj, "efficiency")) run.efficiency = jf::get_number(rj, "efficiency", p);
     run.parameter_count = jf::get_int(rj, "parameterCount", p);
-    run.ddp_bucket_count = static_cast<int>(jf::get_int(rj, "ddpBucketCount", p));
+    run.ddp_bucket_count = jf::get_int32(rj, "ddpBucketCount", p);
     run.max_peak_memory_bytes = jf::get_int(rj, "maxPeakMemoryBytes", p);
     if (jf::has(rj, "lossStart")) run.loss_start = jf::get_number(rj, "lossStart", p);
     if (jf::has(rj, "lossEnd")) run.loss_end = jf::get_number(rj, "lossEnd", p);
@@ -273,13 +276,10 @@ RunReport run_report_from_json(const nlohmann::json& rj, const std::string& p) {
       const std::string pp = p + ".pipeline";
       const auto& pj = jf::get_object(rj, "pipeline", p);
       PipelineReport pr;
-      pr.stages = static_cast<int>(jf::get_int(pj, "stages", pp));
-      pr.micro_batches = static_cast<int>(jf::get_int(pj, "microBatches", pp));
-      pr.block_count = static_cast<int>(jf::get_int(pj, "blockCount", pp));
-      const auto& starts = jf::get_array(pj, "stageStarts", pp);
-      for (std::size_t i = 0; i < starts.size(); ++i) {
-        pr.stage_starts.push_back(static_cast<int>(jf::as_number(starts[i], pp + ".stageStarts[" + std::to_string(i) + "]")));
-      }
+      pr.stages = jf::get_int32(pj, "stages", pp);
+      pr.micro_batches = jf::get_int32(pj, "microBatches", pp);
+      pr.block_count = jf::get_int32(pj, "blockCount", pp);
+      pr.stage_starts = jf::get_int32_list(pj, "stageStarts", pp);
       pr.theoretical_bubble = jf::get_number(pj, "theoreticalBubble", pp);
       run.pipeline = pr;
     }
@@ -290,23 +290,23 @@ RunReport run_report_from_json(const nlohmann::json& rj, const std::string& p) {
       const std::string rp = p + ".ranks[" + std::to_string(k) + "]";
       jf::require_object(ranks[k], rp);
       RankReport rk;
-      rk.rank = static_cast<int>(jf::get_int(ranks[k], "rank", rp));
-      rk.node_rank = static_cast<int>(jf::get_int(ranks[k], "nodeRank", rp));
-      rk.local_rank = static_cast<int>(jf::get_int(ranks[k], "localRank", rp));
+      rk.rank = jf::get_int32(ranks[k], "rank", rp);
+      rk.node_rank = jf::get_int32(ranks[k], "nodeRank", rp);
+      rk.local_rank = jf::get_int32(ranks[k], "localRank", rp);
       rk.sec_per_iter = percentiles_from_json(jf::member(ranks[k], "secPerIter", rp), rp + ".secPerIter");
       rk.peak_memory_bytes = jf::get_int(ranks[k], "peakMemoryBytes", rp);
       if (jf::has(ranks[k], "optimizerStateBytes")) {
         rk.optimizer_state_bytes = jf::get_int(ranks[k], "optimizerStateBytes", rp);
       }
       if (jf::has(ranks[k], "parameterCount")) rk.parameter_count = jf::get_int(ranks[k], "parameterCount", rp);
-      if (jf::has(ranks[k], "stage")) rk.stage = static_cast<int>(jf::get_int(ranks[k], "stage", rp));
+      if (jf::has(ranks[k], "stage")) rk.stage = jf::get_int32(ranks[k], "stage", rp);
       if (jf::has(ranks[k], "bubbleFraction")) rk.bubble_fraction = jf::get_number(ranks[k], "bubbleFraction", rp);
       run.ranks.push_back(rk);
     }
   } else if (run.phase == "Failed") {
     run.error = jf::get_string(rj, "error", p);
   } else {
-    throw std::runtime_error(p + ".phase: must be \"Succeeded\" or \"Failed\", got \"" + run.phase + "\"");
+    throw std::runtime_error(p + ".phase: must be \"Succeeded\" or \"Failed\", got \"" + printable(run.phase) + "\"");
   }
   return run;
 }
@@ -314,7 +314,7 @@ RunReport run_report_from_json(const nlohmann::json& rj, const std::string& p) {
 Report report_from_json(const nlohmann::json& j) {
   jf::require_object(j, "");
   Report r;
-  r.schema_version = static_cast<int>(jf::get_int(j, "schemaVersion", ""));
+  r.schema_version = jf::get_int32(j, "schemaVersion", "");
   if (r.schema_version != kReportSchemaVersion) {
     throw std::runtime_error("schemaVersion: unsupported version " + std::to_string(r.schema_version) +
                              " (this trainbench reads " + std::to_string(kReportSchemaVersion) + ")");
@@ -325,18 +325,23 @@ Report report_from_json(const nlohmann::json& j) {
   r.job_namespace = jf::get_string(job, "namespace", "job");
   const auto& b = jf::get_object(j, "benchmark", "");
   r.model = jf::get_string(b, "model", "benchmark");
-  r.batch_size_per_device = static_cast<int>(jf::get_int(b, "batchSizePerDevice", "benchmark"));
+  r.batch_size_per_device = jf::get_int32(b, "batchSizePerDevice", "benchmark");
   r.precision = jf::get_string(b, "precision", "benchmark");
-  r.warmup_steps = static_cast<int>(jf::get_int(b, "warmupSteps", "benchmark"));
-  r.measure_steps = static_cast<int>(jf::get_int(b, "measureSteps", "benchmark"));
-  r.repeats = static_cast<int>(jf::get_int(b, "repeats", "benchmark"));
+  r.warmup_steps = jf::get_int32(b, "warmupSteps", "benchmark");
+  r.measure_steps = jf::get_int32(b, "measureSteps", "benchmark");
+  r.repeats = jf::get_int32(b, "repeats", "benchmark");
   r.bucket_cap_mb = jf::get_number(b, "bucketCapMB", "benchmark");
   r.gradient_compression = jf::get_string(b, "gradientCompression", "benchmark");
   r.environment = environment_from_json(jf::get_object(j, "environment", ""));
-  if (jf::has(j, "baselineRun")) r.baseline_run = static_cast<int>(jf::get_int(j, "baselineRun", ""));
+  if (jf::has(j, "baselineRun")) r.baseline_run = jf::get_int32(j, "baselineRun", "");
   const auto& runs = jf::get_array(j, "runs", "");
   for (std::size_t i = 0; i < runs.size(); ++i) {
     r.runs.push_back(run_report_from_json(runs[i], "runs[" + std::to_string(i) + "]"));
+  }
+  if (r.baseline_run && (*r.baseline_run < 0 || static_cast<std::size_t>(*r.baseline_run) >= r.runs.size())) {
+    throw std::runtime_error("baselineRun: must index runs (0.." +
+                             std::to_string(static_cast<long long>(r.runs.size()) - 1) + "), got " +
+                             std::to_string(*r.baseline_run));
   }
   return r;
 }
@@ -352,7 +357,7 @@ Report load_report(const std::string& path) {
   try {
     j = nlohmann::json::parse(ss.str());
   } catch (const nlohmann::json::parse_error& e) {
-    throw std::runtime_error(path + ": not valid JSON (" + std::string(e.what()) + ")");
+    throw std::runtime_error(path + ": not valid JSON (" + printable(e.what(), 200) + ")");
   }
   try {
     return report_from_json(j);

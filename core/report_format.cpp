@@ -155,7 +155,7 @@ std::string format_report(const Report& report) {
     os << pad_left(r->speedup ? printf_str("%.2fx", *r->speedup) : "-", 10)
        << pad_left(r->efficiency ? printf_str("%.1f%%", *r->efficiency * 100.0) : "-", 12) << "\n";
   }
-  if (report.baseline_run) {
+  if (report.baseline_run && static_cast<std::size_t>(*report.baseline_run) < report.runs.size()) {
     const auto& b = report.runs[static_cast<std::size_t>(*report.baseline_run)];
     os << "\nspeedup = p50 ex/sec / p50 ex/sec of \"" << b.devices_label << " -- " << b.label
        << "\"; efficiency = speedup / devices\n";

@@ -67,49 +67,37 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
   RunConfig c;
   c.job_name = jf::get_string(j, "jobName", p);
   c.job_namespace = jf::get_string(j, "jobNamespace", p);
-  c.index = static_cast<int>(jf::get_int(j, "index", p));
-  c.nodes = static_cast<int>(jf::get_int(j, "nodes", p));
-  c.devices_per_node = static_cast<int>(jf::get_int(j, "devicesPerNode", p));
+  c.index = jf::get_int32(j, "index", p);
+  c.nodes = jf::get_int32(j, "nodes", p);
+  c.devices_per_node = jf::get_int32(j, "devicesPerNode", p);
   c.paradigm = jf::get_string(j, "paradigm", p);
   c.model = jf::get_string(j, "model", p);
-  c.batch_size_per_device = static_cast<int>(jf::get_int(j, "batchSizePerDevice", p));
+  c.batch_size_per_device = jf::get_int32(j, "batchSizePerDevice", p);
   c.precision = jf::get_string(j, "precision", p);
-  c.warmup_steps = static_cast<int>(jf::get_int(j, "warmupSteps", p));
-  c.measure_steps = static_cast<int>(jf::get_int(j, "measureSteps", p));
-  c.repeats = static_cast<int>(jf::get_int(j, "repeats", p));
+  c.warmup_steps = jf::get_int32(j, "warmupSteps", p);
+  c.measure_steps = jf::get_int32(j, "measureSteps", p);
+  c.repeats = jf::get_int32(j, "repeats", p);
   const std::int64_t seed = jf::get_int(j, "seed", p);
   if (seed < 0) throw std::runtime_error("seed: must be >= 0");
   c.seed = static_cast<std::uint64_t>(seed);
   c.learning_rate = jf::get_number(j, "learningRate", p);
-  c.threads_per_process = static_cast<int>(jf::get_int(j, "threadsPerProcess", p));
-  c.image_size = static_cast<int>(jf::get_int(j, "imageSize", p));
+  c.threads_per_process = jf::get_int32(j, "threadsPerProcess", p);
+  c.image_size = jf::get_int32(j, "imageSize", p);
   const auto& mlp = jf::get_object(j, "mlp", p);
-  c.mlp.input_size = static_cast<int>(jf::get_int(mlp, "inputSize", "mlp"));
-  c.mlp.num_classes = static_cast<int>(jf::get_int(mlp, "numClasses", "mlp"));
+  c.mlp.input_size = jf::get_int32(mlp, "inputSize", "mlp");
+  c.mlp.num_classes = jf::get_int32(mlp, "numClasses", "mlp");
   c.mlp.hidden_sizes.clear();
-  const auto& hidden = jf::get_array(mlp, "hiddenSizes", "mlp");
-  for (std::size_t i = 0; i < hidden.size(); ++i) {
-    if (!hidden[i].is_number_integer()) {
-      throw std::runtime_error("mlp.hiddenSizes[" + std::to_string(i) + "]: must be an integer");
-    }
-    c.mlp.hidden_sizes.push_back(hidden[i].get<int>());
-  }
+  c.mlp.hidden_sizes = jf::get_int32_list(mlp, "hiddenSizes", "mlp");
   const auto& ddp = jf::get_object(j, "ddp", p);
   c.ddp.bucket_cap_mb = jf::get_number(ddp, "bucketCapMB", "ddp");
   c.ddp.gradient_compression = jf::get_string(ddp, "gradientCompression", "ddp");
   c.ddp.broadcast_buffers = jf::get_bool(ddp, "broadcastBuffers", "ddp");
   c.optimizer = jf::get_string(j, "optimizer", p);
   const auto& pipe = jf::get_object(j, "pipeline", p);
-  c.pipeline.micro_batches = static_cast<int>(jf::get_int(pipe, "microBatches", "pipeline"));
-  const auto& bounds = jf::get_array(pipe, "boundaries", "pipeline");
-  for (std::size_t i = 0; i < bounds.size(); ++i) {
-    if (!bounds[i].is_number_integer()) {
-      throw std::runtime_error("pipeline.boundaries[" + std::to_string(i) + "]: must be an integer");
-    }
-    c.pipeline.boundaries.push_back(bounds[i].get<int>());
-  }
+  c.pipeline.micro_batches = jf::get_int32(pipe, "microBatches", "pipeline");
+  c.pipeline.boundaries = jf::get_int32_list(pipe, "boundaries", "pipeline");
   if (c.pipeline.micro_batches < 1) throw std::runtime_error("pipeline.microBatches: must be >= 1");
-  c.sequence_length = static_cast<int>(jf::get_int(j, "sequenceLength", p));
+  c.sequence_length = jf::get_int32(j, "sequenceLength", p);
   c.transformer = transformer_spec_from_json(jf::get_object(j, "transformer", p), "transformer");
   c.mlstm = mlstm_spec_from_json(jf::get_object(j, "mlstm", p), "mlstm");
   c.hybrid_embedding = hybrid_embedding_spec_from_json(jf::get_object(j, "hybridEmbedding", p), "hybridEmbedding");
@@ -121,14 +109,14 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
   }
   c.device = jf::get_string(j, "device", p);
   c.backend = jf::get_string(j, "backend", p);
-  c.collective_timeout_seconds = static_cast<int>(jf::get_int(j, "collectiveTimeoutSeconds", p));
+  c.collective_timeout_seconds = jf::get_int32(j, "collectiveTimeoutSeconds", p);
   if (c.nodes < 1 || c.devices_per_node < 1) throw std::runtime_error("nodes/devicesPerNode: must be >= 1");
   if (c.threads_per_process < 1) throw std::runtime_error("threadsPerProcess: must be >= 1");
   if (c.measure_steps < 1 || c.repeats < 1 || c.warmup_steps < 0) {
     throw std::runtime_error("warmupSteps/measureSteps/repeats: out of range");
   }
   // optional: configs from before paradigm hybrid-ps lack it
-  if (jf::has(j, "parameterServers")) c.parameter_servers = static_cast<int>(jf::get_int(j, "parameterServers", p));
+  if (jf::has(j, "parameterServers")) c.parameter_servers = jf::get_int32(j, "parameterServers", p);
   if (jf::has(j, "parameterServersOwnPods")) c.parameter_servers_own_pods = jf::get_bool(j, "parameterServersOwnPods", p);
   if (c.paradigm == "hybrid-ps" &&
       (c.parameter_servers < kMinParameterServers || c.parameter_servers > kMaxParameterServers)) {

@@ -30,7 +30,7 @@ EnvironmentInfo environment_from_json(const nlohmann::json& j) {
   e.device_name = jf::get_string(j, "deviceName", p);
   e.blas = jf::get_string(j, "blas", p);
   e.hostname = jf::get_string(j, "hostname", p);
-  e.threads_per_process = static_cast<int>(jf::get_int(j, "threadsPerProcess", p));
+  e.threads_per_process = jf::get_int32(j, "threadsPerProcess", p);
   return e;
 }
 
@@ -73,8 +73,8 @@ nlohmann::json to_json(const ServerResult& s) {
 ServerResult server_result_from_json(const nlohmann::json& sj, const std::string& p) {
   jf::require_object(sj, p);
   ServerResult s;
-  s.rank = static_cast<int>(jf::get_int(sj, "rank", p));
-  s.server = static_cast<int>(jf::get_int(sj, "server", p));
+  s.rank = jf::get_int32(sj, "rank", p);
+  s.server = jf::get_int32(sj, "server", p);
   s.rows = jf::get_int(sj, "rows", p);
   s.lookups = jf::get_int(sj, "lookups", p);
   if (s.rows < 0) throw std::runtime_error(p + ".rows: must be >= 0");
@@ -137,20 +137,17 @@ nlohmann::json to_json(const RunResult& r) {
 RunResult run_result_from_json(const nlohmann::json& j) {
   jf::require_object(j, "");
   RunResult r;
-  r.run_index = static_cast<int>(jf::get_int(j, "runIndex", ""));
-  r.world_size = static_cast<int>(jf::get_int(j, "worldSize", ""));
+  r.run_index = jf::get_int32(j, "runIndex", "");
+  r.world_size = jf::get_int32(j, "worldSize", "");
   r.parameter_count = jf::get_int(j, "parameterCount", "");
-  r.ddp_bucket_count = static_cast<int>(jf::get_int(j, "ddpBucketCount", ""));
+  r.ddp_bucket_count = jf::get_int32(j, "ddpBucketCount", "");
   if (jf::has(j, "optimizer")) r.optimizer = jf::get_string(j, "optimizer", "");
-  if (jf::has(j, "microBatches")) r.micro_batches = static_cast<int>(jf::get_int(j, "microBatches", ""));
-  if (jf::has(j, "blockCount")) r.block_count = static_cast<int>(jf::get_int(j, "blockCount", ""));
-  if (jf::has(j, "stageStarts")) {
-    const auto& starts = jf::get_array(j, "stageStarts", "");
-    for (std::size_t i = 0; i < starts.size(); ++i) {
-      if (!starts[i].is_number_integer()) throw std::runtime_error("stageStarts[" + std::to_string(i) + "]: must be an integer");
-      r.stage_starts.push_back(starts[i].get<int>());
-    }
-  }
+  if (jf::has(j, "microBatches")) r.micro_batches = jf::get_int32(j, "microBatches", "");
+  if (r.micro_batches < 1)
+    throw std::runtime_error("microBatches: must be >= 1, got " + std::to_string(r.micro_batches));
+  if (jf::has(j, "blockCount")) r.block_count = jf::get_int32(j, "blockCount", "");
+  if (r.block_count < 0) throw std::runtime_error("blockCount: must be >= 0, got " + std::to_string(r.block_count));
+  if (jf::has(j, "stageStarts")) r.stage_starts = jf::get_int32_list(j, "stageStarts", "");
   if (jf::has(j, "allreduce")) r.allreduce = allreduce_run_info_from_json(j["allreduce"], "allreduce");
   r.environment = environment_from_json(jf::get_object(j, "environment", ""));
   const auto& ranks = jf::get_array(j, "ranks", "");
@@ -159,15 +156,15 @@ RunResult run_result_from_json(const nlohmann::json& j) {
     const auto& rj = ranks[i];
     jf::require_object(rj, p);
     RankResult rk;
-    rk.rank = static_cast<int>(jf::get_int(rj, "rank", p));
-    rk.node_rank = static_cast<int>(jf::get_int(rj, "nodeRank", p));
-    rk.local_rank = static_cast<int>(jf::get_int(rj, "localRank", p));
+    rk.rank = jf::get_int32(rj, "rank", p);
+    rk.node_rank = jf::get_int32(rj, "nodeRank", p);
+    rk.local_rank = jf::get_int32(rj, "localRank", p);
     rk.peak_memory_bytes = jf::get_int(rj, "peakMemoryBytes", p);
     rk.final_loss = jf::get_number(rj, "finalLoss", p);
     if (jf::has(rj, "initialLoss")) rk.initial_loss = jf::get_number(rj, "initialLoss", p);
     if (jf::has(rj, "optimizerStateBytes")) rk.optimizer_state_bytes = jf::get_int(rj, "optimizerStateBytes", p);
     if (jf::has(rj, "parameterCount")) rk.parameter_count = jf::get_int(rj, "parameterCount", p);
-    if (jf::has(rj, "stage")) rk.stage = static_cast<int>(jf::get_int(rj, "stage", p));
+    if (jf::has(rj, "stage")) rk.stage = jf::get_int32(rj, "stage", p);
     if (jf::has(rj, "bubbleFraction")) rk.bubble_fraction = jf::get_number(rj, "bubbleFraction", p);
     const auto& reps = jf::get_array(rj, "stepSeconds", p);
     for (std::size_t r_i = 0; r_i < reps.size(); ++r_i) {

@@ -18,7 +18,7 @@
 namespace trainbench {
 namespace {
 
-std::string quote(const std::string& s) { return "\"" + s + "\""; }
+std::string quote(const std::string& s) { return "\"" + printable(s) + "\""; }
 
 std::string list(const std::vector<std::string>& items) {
   std::string out;
@@ -32,7 +32,32 @@ std::string fmt_number(double v) {
   return os.str();
 }
 
+/// Characters (code points) of a valid UTF-8 string: what the API server's maxLength counts.
+std::size_t utf8_length(const std::string& s) {
+  std::size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+  return n;
+}
+
+/// "" when `s` is valid UTF-8 of at most `max_length` characters, else why not.
+std::string text_problem(const std::string& s, int max_length) {
+  if (const auto bad = invalid_utf8_offset(s)) {
+    return "must be valid UTF-8, got byte " + escape_invalid_utf8(std::string(1, s[*bad])) + " at offset " +
+           std::to_string(*bad);
+  }
+  if (utf8_length(s) > static_cast<std::size_t>(max_length)) {
+    return "must be at most " + std::to_string(max_length) + " characters, got " + std::to_string(utf8_length(s));
+  }
+  return "";
+}
+
+/// The longest string core reads where no tighter bound applies (a key of a map, a string in a
+/// verbatim Kubernetes object is bounded by kMaxDocumentBytes only).
+constexpr int kAnyLength = kMaxDocumentBytes;
+
 /// Walks a YAML tree, collecting FieldErrors with full paths instead of throwing at the first.
+/// Scalars are typed as the API server sees them (YAML 1.2 core schema, as yaml_to_json): a
+/// quoted or !!str-tagged "5" is a string, so an integer field refuses it.
 class Reader {
  public:
   explicit Reader(std::vector<FieldError>& errors) : errors_(errors) {}
@@ -49,7 +74,7 @@ class Reader {
     for (const auto& kv : node) {
       std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "?";
       if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-        error(join(path, key), "unknown field (allowed: " + list(allowed) + ")");
+        error(join(path, printable(key)), "unknown field (allowed: " + list(allowed) + ")");
       }
     }
     return true;
@@ -66,25 +91,39 @@ class Reader {
     return quote(node.Scalar());
   }
 
-  void read_string(const YAML::Node& parent, const std::string& key, const std::string& path, std::string& out) {
+  /// A string field: `image: 1` or `socketIfname: true` is refused, since the API server would
+  /// see a number or a boolean; so is invalid UTF-8 or more than `max_length` characters.
+  void read_string(const YAML::Node& parent, const std::string& key, const std::string& path, std::string& out,
+                   int max_length = kAnyLength) {
     const YAML::Node n = parent[key];
     if (!n.IsDefined() || n.IsNull()) return;
-    if (!n.IsScalar()) {
-      error(join(path, key), "must be a string, got " + describe(n));
+    if (!n.IsScalar() || !is_yaml_string(n)) {
+      error(join(path, key), "must be a string, got " + describe(n) + quote_hint(n));
+      return;
+    }
+    const std::string problem = text_problem(n.Scalar(), max_length);
+    if (!problem.empty()) {
+      error(join(path, key), problem);
       return;
     }
     out = n.Scalar();
   }
 
   void read_int(const YAML::Node& parent, const std::string& key, const std::string& path, int& out) {
+    const YAML::Node n = parent[key];
+    if (!n.IsDefined() || n.IsNull()) return;
+    scalar_int32(n, join(path, key), out);
+  }
+
+  bool scalar_int32(const YAML::Node& n, const std::string& path, int& out) {
     long long v = 0;
-    if (read_integer(parent, key, path, v)) {
-      if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
-        error(join(path, key), "must be a 32-bit integer, got " + std::to_string(v));
-        return;
-      }
-      out = static_cast<int>(v);
+    if (!scalar_integer(n, path, v)) return false;
+    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
+      error(path, "must be a 32-bit integer, got " + std::to_string(v));
+      return false;
     }
+    out = static_cast<int>(v);
+    return true;
   }
 
   bool read_integer(const YAML::Node& parent, const std::string& key, const std::string& path, long long& out) {
@@ -94,77 +133,62 @@ class Reader {
   }
 
   bool scalar_integer(const YAML::Node& n, const std::string& path, long long& out) {
-    static const std::regex kInt(R"([+-]?[0-9]+)");
-    if (!n.IsScalar() || !std::regex_match(n.Scalar(), kInt)) {
-      error(path, "must be an integer, got " + describe(n));
+    if (!n.IsScalar() || detail::scalar_kind(n) != detail::ScalarKind::Int) {
+      error(path, "must be an integer, got " + describe(n) + number_hint(n));
       return false;
     }
-    try {
-      out = std::stoll(n.Scalar());
-    } catch (const std::exception&) {
+    const auto v = detail::parse_int64(n.Scalar());
+    if (!v) {
       error(path, "integer out of range, got " + describe(n));
       return false;
     }
+    out = *v;
     return true;
   }
 
   bool read_double(const YAML::Node& parent, const std::string& key, const std::string& path, double& out) {
     const YAML::Node n = parent[key];
     if (!n.IsDefined() || n.IsNull()) return false;
-    static const std::regex kNum(R"([+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)");
-    if (!n.IsScalar() || !std::regex_match(n.Scalar(), kNum)) {
-      error(join(path, key), "must be a number, got " + describe(n));
+    const auto kind = n.IsScalar() ? detail::scalar_kind(n) : detail::ScalarKind::String;
+    if (kind != detail::ScalarKind::Int && kind != detail::ScalarKind::Float) {
+      error(join(path, key), "must be a number, got " + describe(n) + number_hint(n));
       return false;
     }
-    try {
-      out = std::stod(n.Scalar());
-    } catch (const std::exception&) {
-      error(join(path, key), "number out of range, got " + describe(n));
+    const auto v = detail::parse_finite_double(n.Scalar());
+    if (!v) {
+      error(join(path, key), "must be a finite number, got " + describe(n));
       return false;
     }
+    out = *v;
     return true;
   }
 
   void read_bool(const YAML::Node& parent, const std::string& key, const std::string& path, bool& out) {
     const YAML::Node n = parent[key];
     if (!n.IsDefined() || n.IsNull()) return;
-    if (n.IsScalar() && (n.Scalar() == "true" || n.Scalar() == "false")) {
-      out = n.Scalar() == "true";
+    if (n.IsScalar() && detail::scalar_kind(n) == detail::ScalarKind::Bool) {
+      out = n.Scalar()[0] == 't' || n.Scalar()[0] == 'T';
       return;
     }
-    error(join(path, key), "must be true or false, got " + describe(n));
+    error(join(path, key), "must be true or false, got " + describe(n) + number_hint(n));
   }
 
-  /// `strict`: a plain scalar YAML reads as a number, boolean or null is refused (the API server
-  /// would see a non-string), with a hint to quote it.
+  /// A map of strings: a value YAML reads as a number, boolean or null is refused (the API server
+  /// would see a non-string), with a hint to quote it; values longer than `max_value_length`
+  /// characters, invalid UTF-8 and more than kMaxMapEntries entries are refused.
   void read_string_map(const YAML::Node& parent, const std::string& key, const std::string& path,
-                       std::map<std::string, std::string>& out, bool strict = false) {
+                       std::map<std::string, std::string>& out, int max_value_length) {
     const YAML::Node n = parent[key];
-    if (!n.IsDefined() || n.IsNull()) return;
-    if (!n.IsMap()) {
-      error(join(path, key), "must be a map of strings, got " + describe(n));
-      return;
-    }
+    if (!map_node(n, join(path, key), "a map of strings")) return;
     for (const auto& kv : n) {
-      std::string k = kv.first.IsScalar() ? kv.first.Scalar() : "?";
-      if (!kv.second.IsScalar() || (strict && !is_yaml_string(kv.second))) {
-        error(join(path, key) + "." + k, "must be a string, got " + describe(kv.second) + quote_hint(kv.second));
+      const std::string p = join(path, key) + "." + (kv.first.IsScalar() ? printable(kv.first.Scalar()) : "?");
+      if (!kv.second.IsScalar() || !is_yaml_string(kv.second)) {
+        error(p, "must be a string, got " + describe(kv.second) + quote_hint(kv.second));
         continue;
       }
-      out[k] = kv.second.Scalar();
+      if (!text_ok(p, kv.first.Scalar(), kAnyLength) || !text_ok(p, kv.second.Scalar(), max_value_length)) continue;
+      out[kv.first.Scalar()] = kv.second.Scalar();
     }
-  }
-
-  /// A string field of the operator's sections: like read_string, but `image: 1` or `socketIfname:
-  /// true` is refused, since the API server would see a number or a boolean.
-  void read_text(const YAML::Node& parent, const std::string& key, const std::string& path, std::string& out) {
-    const YAML::Node n = parent[key];
-    if (!n.IsDefined() || n.IsNull()) return;
-    if (!n.IsScalar() || !is_yaml_string(n)) {
-      error(join(path, key), "must be a string, got " + describe(n) + quote_hint(n));
-      return;
-    }
-    out = n.Scalar();
   }
 
   /// requests/limits: integers and quantity strings; a bare fraction (0.5) is refused because the
@@ -172,13 +196,9 @@ class Reader {
   void read_quantity_map(const YAML::Node& parent, const std::string& key, const std::string& path,
                          std::map<std::string, std::string>& out) {
     const YAML::Node n = parent[key];
-    if (!n.IsDefined() || n.IsNull()) return;
-    if (!n.IsMap()) {
-      error(join(path, key), "must be a map of quantities, got " + describe(n));
-      return;
-    }
+    if (!map_node(n, join(path, key), "a map of quantities")) return;
     for (const auto& kv : n) {
-      const std::string p = join(path, key) + "." + (kv.first.IsScalar() ? kv.first.Scalar() : "?");
+      const std::string p = join(path, key) + "." + (kv.first.IsScalar() ? printable(kv.first.Scalar()) : "?");
       if (!kv.second.IsScalar()) {
         error(p, "must be a quantity (an integer or a string such as \"500m\" or \"4Gi\"), got " +
                      describe(kv.second));
@@ -190,6 +210,7 @@ class Reader {
                      " (write fractions as strings: \"0.5\" or \"500m\")");
         continue;
       }
+      if (!text_ok(p, kv.first.Scalar(), kAnyLength) || !text_ok(p, kv.second.Scalar(), kMaxQuantityLength)) continue;
       out[kv.first.Scalar()] = kv.second.Scalar();
     }
   }
@@ -204,6 +225,7 @@ class Reader {
       error(p, "must be a list of objects, got " + describe(n));
       return;
     }
+    if (!list_size_ok(n, p, kMaxPodListItems)) return;
     out = nlohmann::json::array();
     for (std::size_t i = 0; i < n.size(); ++i) {
       if (!n[i].IsMap()) {
@@ -218,6 +240,12 @@ class Reader {
     }
   }
 
+  bool list_size_ok(const YAML::Node& n, const std::string& path, int max_items) {
+    if (n.size() <= static_cast<std::size_t>(max_items)) return true;
+    error(path, "must have at most " + std::to_string(max_items) + " items, got " + std::to_string(n.size()));
+    return false;
+  }
+
   static bool is_yaml_string(const YAML::Node& n) {
     return n.IsScalar() && detail::scalar_kind(n) == detail::ScalarKind::String;
   }
@@ -225,6 +253,12 @@ class Reader {
   static std::string quote_hint(const YAML::Node& n) {
     if (n.IsScalar() && !is_yaml_string(n)) return " (YAML reads it as a " + kind_name(n) + "; quote it)";
     return "";
+  }
+
+  /// For a number or boolean field given a string that would be one unquoted: say so.
+  static std::string number_hint(const YAML::Node& n) {
+    if (!is_yaml_string(n) || detail::plain_scalar_kind(n.Scalar()) == detail::ScalarKind::String) return "";
+    return " (a quoted or !!str scalar is a string to YAML and to the API server; write it without quotes or tag)";
   }
 
   static std::string kind_name(const YAML::Node& n) {
@@ -239,6 +273,23 @@ class Reader {
   }
 
  private:
+  bool map_node(const YAML::Node& n, const std::string& path, const char* what) {
+    if (!n.IsDefined() || n.IsNull()) return false;
+    if (!n.IsMap()) {
+      error(path, std::string("must be ") + what + ", got " + describe(n));
+      return false;
+    }
+    if (n.size() <= static_cast<std::size_t>(kMaxMapEntries)) return true;
+    error(path, "must have at most " + std::to_string(kMaxMapEntries) + " entries, got " + std::to_string(n.size()));
+    return false;
+  }
+
+  bool text_ok(const std::string& path, const std::string& s, int max_length) {
+    const std::string problem = text_problem(s, max_length);
+    if (!problem.empty()) error(path, problem);
+    return problem.empty();
+  }
+
   std::vector<FieldError>& errors_;
 };
 
@@ -253,33 +304,29 @@ void read_metadata(Reader& r, const YAML::Node& n, ObjectMeta& m) {
     return;
   r.read_string(n, "name", "metadata", m.name);
   r.read_string(n, "namespace", "metadata", m.namespace_);
-  r.read_string_map(n, "labels", "metadata", m.labels);
-  r.read_string_map(n, "annotations", "metadata", m.annotations);
+  r.read_string_map(n, "labels", "metadata", m.labels, kMaxLabelValueLength);
+  r.read_string_map(n, "annotations", "metadata", m.annotations, kMaxAnnotationValueLength);
+}
+
+void read_int_list(Reader& r, const YAML::Node& n, const std::string& path, std::vector<int>& out, int max_items) {
+  if (!n.IsDefined() || n.IsNull()) return;
+  if (!n.IsSequence()) {
+    r.error(path, "must be a list of integers, got " + Reader::describe(n));
+    return;
+  }
+  if (!r.list_size_ok(n, path, max_items)) return;
+  out.clear();
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    int v = 0;
+    if (r.scalar_int32(n[i], path + "[" + std::to_string(i) + "]", v)) out.push_back(v);
+  }
 }
 
 void read_mlp(Reader& r, const YAML::Node& n, const std::string& path, MlpSpec& m) {
   if (!r.object(n, path, {"inputSize", "hiddenSizes", "numClasses"})) return;
   r.read_int(n, "inputSize", path, m.input_size);
   r.read_int(n, "numClasses", path, m.num_classes);
-  const YAML::Node h = n["hiddenSizes"];
-  if (h.IsDefined() && !h.IsNull()) {
-    if (!h.IsSequence()) {
-      r.error(path + ".hiddenSizes", "must be a list of integers, got " + Reader::describe(h));
-      return;
-    }
-    m.hidden_sizes.clear();
-    for (std::size_t i = 0; i < h.size(); ++i) {
-      long long v = 0;
-      const std::string p = path + ".hiddenSizes[" + std::to_string(i) + "]";
-      if (r.scalar_integer(h[i], p, v)) {
-        if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
-          r.error(p, "must be a 32-bit integer, got " + std::to_string(v));
-        } else {
-          m.hidden_sizes.push_back(static_cast<int>(v));
-        }
-      }
-    }
-  }
+  read_int_list(r, n["hiddenSizes"], path + ".hiddenSizes", m.hidden_sizes, kMaxLayerListItems);
 }
 
 void read_ddp(Reader& r, const YAML::Node& n, const std::string& path, DdpSpec& d) {
@@ -300,26 +347,6 @@ void read_allreduce(Reader& r, const YAML::Node& n, const std::string& path, All
 void read_hybrid_ps(Reader& r, const YAML::Node& n, const std::string& path, HybridPsSpec& h) {
   if (!r.object(n, path, {"parameterServers"})) return;
   r.read_int(n, "parameterServers", path, h.parameter_servers);
-}
-
-void read_int_list(Reader& r, const YAML::Node& n, const std::string& path, std::vector<int>& out) {
-  if (!n.IsDefined() || n.IsNull()) return;
-  if (!n.IsSequence()) {
-    r.error(path, "must be a list of integers, got " + Reader::describe(n));
-    return;
-  }
-  out.clear();
-  for (std::size_t i = 0; i < n.size(); ++i) {
-    long long v = 0;
-    const std::string p = path + "[" + std::to_string(i) + "]";
-    if (r.scalar_integer(n[i], p, v)) {
-      if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
-        r.error(p, "must be a 32-bit integer, got " + std::to_string(v));
-      } else {
-        out.push_back(static_cast<int>(v));
-      }
-    }
-  }
 }
 
 void read_model_sizes(Reader& r, const YAML::Node& n, const std::string& path, BenchmarkSpec& b) {
@@ -351,27 +378,20 @@ void read_model_sizes(Reader& r, const YAML::Node& n, const std::string& path, B
     r.read_int(h, "embeddingDim", hp, he.embedding_dim);
     r.read_int(h, "bagSize", hp, he.bag_size);
     r.read_int(h, "numClasses", hp, he.num_classes);
-    read_int_list(r, h["denseSizes"], hp + ".denseSizes", he.dense_sizes);
+    read_int_list(r, h["denseSizes"], hp + ".denseSizes", he.dense_sizes, kMaxLayerListItems);
   }
 }
 
 void read_pipeline(Reader& r, const YAML::Node& n, const std::string& path, PipelineSpec& p) {
   if (!r.object(n, path, {"microBatches", "boundaries"})) return;
   r.read_int(n, "microBatches", path, p.micro_batches);
-  const YAML::Node b = n["boundaries"];
-  if (!b.IsDefined() || b.IsNull()) return;
-  if (!b.IsSequence()) {
-    r.error(path + ".boundaries", "must be a list of integers, got " + Reader::describe(b));
-    return;
-  }
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    long long v = 0;
-    const std::string ip = path + ".boundaries[" + std::to_string(i) + "]";
-    if (!r.scalar_integer(b[i], ip, v)) continue;
-    if (v < 1 || v > std::numeric_limits<int>::max()) {
-      r.error(ip, "must be a block index >= 1, got " + std::to_string(v));
-    } else {
-      p.boundaries.push_back(static_cast<int>(v));
+  const std::size_t before = r.error_count();
+  read_int_list(r, n["boundaries"], path + ".boundaries", p.boundaries, kMaxBoundaries);
+  if (r.error_count() != before) return;
+  for (std::size_t i = 0; i < p.boundaries.size(); ++i) {
+    if (p.boundaries[i] < 1) {
+      r.error(path + ".boundaries[" + std::to_string(i) + "]",
+              "must be a block index >= 1, got " + std::to_string(p.boundaries[i]));
     }
   }
 }
@@ -458,35 +478,36 @@ void read_template(Reader& r, const YAML::Node& n, PodTemplate& t) {
                 {"image", "imagePullPolicy", "serviceAccountName", "resources", "nodeSelector", "tolerations",
                  "volumes", "volumeMounts", "env", "annotations", "labels"}))
     return;
-  r.read_text(n, "image", path, t.image);
+  r.read_string(n, "image", path, t.image, kMaxImageLength);
   r.read_string(n, "imagePullPolicy", path, t.image_pull_policy);
-  r.read_text(n, "serviceAccountName", path, t.service_account_name);
+  r.read_string(n, "serviceAccountName", path, t.service_account_name, kMaxServiceAccountNameLength);
   const YAML::Node res = n["resources"];
   if (res.IsDefined() && !res.IsNull() && r.object(res, path + ".resources", {"limits", "requests"})) {
     r.read_quantity_map(res, "limits", path + ".resources", t.resource_limits);
     r.read_quantity_map(res, "requests", path + ".resources", t.resource_requests);
   }
-  r.read_string_map(n, "nodeSelector", path, t.node_selector, true);
+  r.read_string_map(n, "nodeSelector", path, t.node_selector, kMaxLabelValueLength);
   r.read_object_list(n, "tolerations", path, t.tolerations);
   r.read_object_list(n, "volumes", path, t.volumes);
   r.read_object_list(n, "volumeMounts", path, t.volume_mounts);
   r.read_object_list(n, "env", path, t.env);
-  r.read_string_map(n, "annotations", path, t.annotations, true);
-  r.read_string_map(n, "labels", path, t.labels, true);
+  r.read_string_map(n, "annotations", path, t.annotations, kMaxAnnotationValueLength);
+  r.read_string_map(n, "labels", path, t.labels, kMaxLabelValueLength);
 }
 
 void read_nccl(Reader& r, const YAML::Node& n, NcclSpec& c) {
   const std::string path = "spec.nccl";
   if (!r.object(n, path, {"socketIfname", "ibDisable", "debug", "extraEnv"})) return;
-  r.read_text(n, "socketIfname", path, c.socket_ifname);
+  r.read_string(n, "socketIfname", path, c.socket_ifname, kMaxSocketIfnameLength);
   const YAML::Node ib = n["ibDisable"];
   if (ib.IsDefined() && !ib.IsNull()) {
     bool v = false;
-    r.read_bool(n, "ibDisable", path, v);  // reports anything but true/false
-    if (ib.IsScalar() && (ib.Scalar() == "true" || ib.Scalar() == "false")) c.ib_disable = v;
+    const std::size_t before = r.error_count();
+    r.read_bool(n, "ibDisable", path, v);  // reports anything but a boolean
+    if (r.error_count() == before) c.ib_disable = v;
   }
   r.read_string(n, "debug", path, c.debug);
-  r.read_string_map(n, "extraEnv", path, c.extra_env, true);
+  r.read_string_map(n, "extraEnv", path, c.extra_env, kMaxEnvValueLength);
 }
 
 void read_document(Reader& r, const YAML::Node& doc, BenchmarkJob& job) {
@@ -551,7 +572,11 @@ bool is_dns_label(const std::string& s) {
   return s.size() <= 63 && std::regex_match(s, kLabel);
 }
 
-bool matches(const std::string& s, const char* pattern) { return std::regex_match(s, std::regex(pattern)); }
+/// `pattern` on `s`, only when `s` is at most `max_length` bytes: std::regex recurses once per
+/// character, so no pattern runs on unbounded text.
+bool matches(const std::string& s, const char* pattern, int max_length) {
+  return s.size() <= static_cast<std::size_t>(max_length) && std::regex_match(s, std::regex(pattern));
+}
 
 /// A label or annotation key: [DNS-subdomain prefix "/"] name (<= 63, alphanumerics with -_. inside).
 bool is_qualified_name(const std::string& key) {
@@ -560,7 +585,7 @@ bool is_qualified_name(const std::string& key) {
   const std::string name = slash == std::string::npos ? key : key.substr(slash + 1);
   if (slash != std::string::npos) {
     const std::string prefix = key.substr(0, slash);
-    if (prefix.empty() || prefix.size() > 253 || !matches(prefix, kDnsSubdomainPattern)) return false;
+    if (prefix.empty() || !matches(prefix, kDnsSubdomainPattern, 253)) return false;
   }
   return !name.empty() && name.size() <= 63 && std::regex_match(name, kName);
 }
@@ -580,11 +605,13 @@ void check_label_map(Checker& c, const std::string& path, const std::map<std::st
                      bool check_values) {
   for (const auto& [k, v] : m) {
     if (!is_qualified_name(k)) {
-      c.add(path + "." + k, std::string(kQualifiedNameRule) + ", got key " + quote(k));
+      c.add(path + "." + printable(k), std::string(kQualifiedNameRule) + ", got key " + quote(k));
     }
-    if (check_values && (v.size() > static_cast<std::size_t>(kMaxLabelValueLength) || !matches(v, kLabelValuePattern))) {
-      c.add(path + "." + k, "must be a label value (at most 63 characters: alphanumerics, with '-', '_' and '.' "
-                            "inside), got " + quote(v));
+    if (check_values && !matches(v, kLabelValuePattern, kMaxLabelValueLength)) {
+      c.add(path + "." + printable(k),
+            "must be a label value (at most 63 characters: alphanumerics, with '-', '_' and '.' "
+            "inside), got " +
+                quote(v));
     }
   }
 }
@@ -599,7 +626,7 @@ void check_object_list(Checker& c, const std::string& path, const nlohmann::json
   for (std::size_t i = 0; i < list.size(); ++i) {
     const std::string p = path + "[" + std::to_string(i) + "]";
     if (!list[i].is_object()) {
-      c.add(p, "must be an object, got " + list[i].dump());
+      c.add(p, "must be an object, got " + printable(list[i].dump()));
       continue;
     }
     for (const auto& field : required) {
@@ -607,7 +634,7 @@ void check_object_list(Checker& c, const std::string& path, const nlohmann::json
       if (it == list[i].end() || it->is_null()) {
         c.add(p + "." + field, "is required");
       } else if (!it->is_string() || it->get_ref<const std::string&>().empty()) {
-        c.add(p + "." + field, "must be a non-empty string, got " + it->dump());
+        c.add(p + "." + field, "must be a non-empty string, got " + printable(it->dump()));
       }
     }
   }
@@ -615,9 +642,88 @@ void check_object_list(Checker& c, const std::string& path, const nlohmann::json
 
 void check_quantities(Checker& c, const std::string& path, const std::map<std::string, std::string>& m) {
   for (const auto& [k, v] : m) {
-    if (!matches(v, kQuantityPattern)) {
+    if (!matches(v, kQuantityPattern, kMaxQuantityLength)) {
       c.add(path + "." + k, "must be a non-negative quantity such as 8, \"500m\" or \"4Gi\", got " + quote(v));
     }
+  }
+}
+
+void check_template(Checker& c, const PodTemplate& t) {
+  const std::string tp = "spec.template";
+  if (t.image.empty()) c.add(tp + ".image", "must not be empty (default " + PodTemplate::default_worker_image() + ")");
+  if (!t.image_pull_policy.empty()) c.one_of(tp + ".imagePullPolicy", t.image_pull_policy, known_pull_policies());
+  if (!t.service_account_name.empty() &&
+      !matches(t.service_account_name, kDnsSubdomainPattern, kMaxServiceAccountNameLength)) {
+    c.add(tp + ".serviceAccountName", "must be a lowercase RFC 1123 subdomain, got " + quote(t.service_account_name));
+  }
+  check_quantities(c, tp + ".resources.limits", t.resource_limits);
+  check_quantities(c, tp + ".resources.requests", t.resource_requests);
+  check_label_map(c, tp + ".nodeSelector", t.node_selector, true);
+  check_label_map(c, tp + ".labels", t.labels, true);
+  for (const auto& kv : t.labels) {
+    if (is_reserved_label(kv.first)) {
+      c.add(tp + ".labels." + kv.first,
+            "is set by the operator (trainbench.dev/* and app.kubernetes.io/name, "
+            "instance, component, managed-by are reserved)");
+    }
+  }
+  check_label_map(c, tp + ".annotations", t.annotations, false);
+  check_object_list(c, tp + ".tolerations", t.tolerations, {});
+  check_object_list(c, tp + ".volumes", t.volumes, {"name"});
+  check_object_list(c, tp + ".volumeMounts", t.volume_mounts, {"name", "mountPath"});
+  check_object_list(c, tp + ".env", t.env, {"name"});
+}
+
+void check_nccl(Checker& c, const NcclSpec& nccl) {
+  if (!nccl.debug.empty()) c.one_of("spec.nccl.debug", nccl.debug, known_nccl_debug_levels());
+  for (const auto& kv : nccl.extra_env) {
+    if (!matches(kv.first, kEnvNamePattern, kMaxEnvNameLength)) {
+      c.add("spec.nccl.extraEnv." + kv.first,
+            "must be an environment variable name (at most " + std::to_string(kMaxEnvNameLength) +
+                " letters, digits and '_', not starting with a digit), got " + quote(kv.first));
+    }
+  }
+}
+
+/// pipeline.boundaries: increasing, and each the index of a block the model has.
+void check_boundaries(Checker& c, const BenchmarkSpec& b) {
+  const std::string bp = "spec.benchmark.pipeline.boundaries";
+  const int blocks = model_block_count(b);
+  for (std::size_t i = 0; i < b.pipeline.boundaries.size(); ++i) {
+    const int v = b.pipeline.boundaries[i];
+    const std::string p = bp + "[" + std::to_string(i) + "]";
+    if (i > 0 && v <= b.pipeline.boundaries[i - 1]) {
+      c.add(p, "must be greater than the previous boundary (" + std::to_string(b.pipeline.boundaries[i - 1]) +
+                   "), got " + std::to_string(v));
+    } else if (blocks > 0 && v >= blocks) {
+      c.add(p, "must be a block index below " + std::to_string(blocks) + " (model " + b.model + " has " +
+                   std::to_string(blocks) + " blocks, 0.." + std::to_string(blocks - 1) + "), got " +
+                   std::to_string(v));
+    }
+  }
+}
+
+/// paradigms pipeline and model-parallel on sweep entry `e` (path `p`): one stage per rank, at
+/// least one block per stage, micro-batches that fit the batch.
+void check_staged(Checker& c, const BenchmarkSpec& b, const SweepEntry& e, const std::string& p,
+                  const std::string& paradigm) {
+  const std::string bp = "spec.benchmark";
+  if (paradigm == "pipeline" && b.pipeline.micro_batches > b.batch_size_per_device) {
+    c.add(bp + ".pipeline.microBatches", "must be <= batchSizePerDevice (" + std::to_string(b.batch_size_per_device) +
+                                             ") for paradigm pipeline (" + p + "), got " +
+                                             std::to_string(b.pipeline.micro_batches));
+  }
+  const long long stages = static_cast<long long>(e.nodes) * e.devices_per_node;
+  if (!b.pipeline.boundaries.empty() && static_cast<long long>(b.pipeline.boundaries.size()) + 1 != stages) {
+    c.add(p, "paradigm " + paradigm + " runs one stage per rank: spec.benchmark.pipeline.boundaries has " +
+                 std::to_string(b.pipeline.boundaries.size()) + " entries (" +
+                 std::to_string(b.pipeline.boundaries.size() + 1) + " stages), but nodes x devicesPerNode is " +
+                 std::to_string(stages));
+  }
+  const int blocks = model_block_count(b);
+  if (blocks > 0 && stages > blocks) {
+    c.add(p, "paradigm " + paradigm + " needs a block per stage: model " + b.model + " has " + std::to_string(blocks) +
+                 " blocks, but nodes x devicesPerNode is " + std::to_string(stages));
   }
 }
 
@@ -727,8 +833,7 @@ std::vector<FieldError> validate(const BenchmarkJob& job) {
   if (job.kind != kKind) c.add("kind", std::string("must be ") + quote(kKind) + ", got " + quote(job.kind));
   if (job.metadata.name.empty()) {
     c.add("metadata.name", "is required");
-  } else if (job.metadata.name.size() > static_cast<std::size_t>(kMaxJobNameLength) ||
-             !matches(job.metadata.name, kJobNamePattern)) {
+  } else if (!matches(job.metadata.name, kJobNamePattern, kMaxJobNameLength)) {
     c.add("metadata.name",
           "must be a lowercase RFC 1035 label (a-z, 0-9 and '-', starting with a letter, ending with a letter or "
           "digit, at most " + std::to_string(kMaxJobNameLength) +
@@ -776,13 +881,7 @@ std::vector<FieldError> validate(const BenchmarkJob& job) {
   if (!b.optimizer.empty()) c.one_of(bp + ".optimizer", b.optimizer, known_optimizers());
   c.at_least(bp + ".pipeline.microBatches", b.pipeline.micro_batches, 1);
   c.at_most(bp + ".pipeline.microBatches", b.pipeline.micro_batches, 65536);  // batchSizePerDevice's bound
-  for (std::size_t i = 1; i < b.pipeline.boundaries.size(); ++i) {
-    if (b.pipeline.boundaries[i] <= b.pipeline.boundaries[i - 1]) {
-      c.add(bp + ".pipeline.boundaries[" + std::to_string(i) + "]",
-            "must be greater than the previous boundary (" + std::to_string(b.pipeline.boundaries[i - 1]) +
-                "), got " + std::to_string(b.pipeline.boundaries[i]));
-    }
-  }
+  check_boundaries(c, b);
   if (b.precision == "amp-fp16" && job.device != "cuda") {
     c.add(bp + ".precision", "amp-fp16 needs spec.device cuda (CPU autocast has bfloat16 only: use amp-bf16), got "
                              "device " + quote(job.device));
@@ -806,38 +905,10 @@ std::vector<FieldError> validate(const BenchmarkJob& job) {
   c.at_least("spec.masterPort", job.master_port, kMinMasterPort);
   c.at_most("spec.masterPort", job.master_port, kMaxMasterPort);
 
-  const PodTemplate& t = job.pod_template;
-  const std::string tp = "spec.template";
-  if (t.image.empty()) c.add(tp + ".image", "must not be empty (default " + PodTemplate::default_worker_image() + ")");
-  if (!t.image_pull_policy.empty()) c.one_of(tp + ".imagePullPolicy", t.image_pull_policy, known_pull_policies());
-  if (!t.service_account_name.empty() &&
-      (t.service_account_name.size() > 253 || !matches(t.service_account_name, kDnsSubdomainPattern))) {
-    c.add(tp + ".serviceAccountName", "must be a lowercase RFC 1123 subdomain, got " + quote(t.service_account_name));
-  }
-  check_quantities(c, tp + ".resources.limits", t.resource_limits);
-  check_quantities(c, tp + ".resources.requests", t.resource_requests);
-  check_label_map(c, tp + ".nodeSelector", t.node_selector, true);
-  check_label_map(c, tp + ".labels", t.labels, true);
-  for (const auto& kv : t.labels) {
-    if (is_reserved_label(kv.first)) {
-      c.add(tp + ".labels." + kv.first, "is set by the operator (trainbench.dev/* and app.kubernetes.io/name, "
-                                        "instance, component, managed-by are reserved)");
-    }
-  }
-  check_label_map(c, tp + ".annotations", t.annotations, false);
-  check_object_list(c, tp + ".tolerations", t.tolerations, {});
-  check_object_list(c, tp + ".volumes", t.volumes, {"name"});
-  check_object_list(c, tp + ".volumeMounts", t.volume_mounts, {"name", "mountPath"});
-  check_object_list(c, tp + ".env", t.env, {"name"});
-
-  if (!job.nccl.debug.empty()) c.one_of("spec.nccl.debug", job.nccl.debug, known_nccl_debug_levels());
-  for (const auto& kv : job.nccl.extra_env) {
-    if (!matches(kv.first, kEnvNamePattern)) {
-      c.add("spec.nccl.extraEnv." + kv.first,
-            "must be an environment variable name (letters, digits and '_', not starting with a digit), got " +
-                quote(kv.first));
-    }
-  }
+  check_template(c, job.pod_template);
+  check_nccl(c, job.nccl);
+  check_label_map(c, "metadata.labels", job.metadata.labels, true);
+  check_label_map(c, "metadata.annotations", job.metadata.annotations, false);
 
   if (job.sweep.empty()) {
     c.add("spec.sweep", "must list at least one {nodes, devicesPerNode}");
@@ -868,19 +939,7 @@ std::vector<FieldError> validate(const BenchmarkJob& job) {
     }
     check_hybrid_ps(c, job, e, p, paradigm);
     const bool staged = paradigm == "pipeline" || paradigm == "model-parallel";
-    if (paradigm == "pipeline" && b.pipeline.micro_batches > b.batch_size_per_device) {
-      c.add(bp + ".pipeline.microBatches", "must be <= batchSizePerDevice (" + std::to_string(b.batch_size_per_device) +
-                                               ") for paradigm pipeline (" + p + "), got " +
-                                               std::to_string(b.pipeline.micro_batches));
-    }
-    const long long stages = static_cast<long long>(e.nodes) * e.devices_per_node;
-    if (staged && !b.pipeline.boundaries.empty() &&
-        static_cast<long long>(b.pipeline.boundaries.size()) + 1 != stages) {
-      c.add(p, "paradigm " + paradigm + " runs one stage per rank: spec.benchmark.pipeline.boundaries has " +
-                   std::to_string(b.pipeline.boundaries.size()) + " entries (" +
-                   std::to_string(b.pipeline.boundaries.size() + 1) + " stages), but nodes x devicesPerNode is " +
-                   std::to_string(stages));
-    }
+    if (staged) check_staged(c, b, e, p, paradigm);
   }
   return errors;
 }
@@ -963,21 +1022,53 @@ nlohmann::json to_json(const BenchmarkJob& job) {
   return {{"apiVersion", job.api_version}, {"kind", job.kind}, {"metadata", metadata}, {"spec", spec}};
 }
 
-BenchmarkJob parse_benchmark_job(const std::string& yaml_text) {
-  std::vector<FieldError> errors;
-  std::vector<YAML::Node> docs;
+namespace {
+
+/// The one document of `text`, or a SpecError on "<yaml>": too large, not YAML, not one document.
+YAML::Node load_spec_document(const std::string& text) {
+  if (text.size() > static_cast<std::size_t>(kMaxDocumentBytes)) {
+    throw SpecError({{"<yaml>", "the document is " + std::to_string(text.size()) + " bytes; at most " +
+                                    std::to_string(kMaxDocumentBytes) + " are read"}});
+  }
   try {
-    docs = YAML::LoadAll(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw SpecError({{"<yaml>", "not valid YAML: " + e.msg + " at line " + std::to_string(e.mark.line + 1) +
-                                    ", column " + std::to_string(e.mark.column + 1)}});
+    return detail::load_one_document(text);
+  } catch (const std::runtime_error& e) {
+    throw SpecError({{"<yaml>", std::string(e.what())}});
   }
-  if (docs.size() != 1) {
-    throw SpecError({{"<yaml>", "expected exactly one document, got " + std::to_string(docs.size())}});
+}
+
+/// Every key given twice in one mapping: yaml-cpp would keep the first silently.
+void report_duplicate_keys(const YAML::Node& doc, std::vector<FieldError>& errors) {
+  try {
+    detail::find_duplicate_keys(doc, [&errors](const std::string& path, const std::string& key, int first, int second) {
+      errors.push_back({Reader::join(path, printable(key)),
+                        "duplicate key " + quote(key) + " (lines " + std::to_string(first) + " and " +
+                            std::to_string(second) + "): one would be ignored silently; keep one"});
+    });
+  } catch (const std::runtime_error& e) {
+    errors.push_back({"<yaml>", e.what()});
   }
+}
+
+/// Invalid UTF-8 the field readers did not see (a comment, an ignored metadata field).
+void report_invalid_utf8(const std::string& text, std::vector<FieldError>& errors) {
+  const auto bad = invalid_utf8_offset(text);
+  if (!bad) return;
+  const auto line = std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(*bad), '\n') + 1;
+  errors.push_back({"<yaml>", "invalid UTF-8: byte " + escape_invalid_utf8(text.substr(*bad, 1)) + " at line " +
+                                  std::to_string(line)});
+}
+
+}  // namespace
+
+BenchmarkJob parse_benchmark_job(const std::string& yaml_text) {
+  const YAML::Node doc = load_spec_document(yaml_text);
+  std::vector<FieldError> errors;
+  report_duplicate_keys(doc, errors);
   BenchmarkJob job;
   Reader reader(errors);
-  read_document(reader, docs[0], job);
+  read_document(reader, doc, job);
+  if (errors.empty()) report_invalid_utf8(yaml_text, errors);
   if (job.backend.empty()) job.backend = job.device == "cuda" ? "nccl" : "gloo";
   if (!errors.empty()) throw SpecError(errors);  // don't pile semantic errors on parse errors
   errors = validate(job);

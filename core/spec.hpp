@@ -202,6 +202,24 @@ inline constexpr const char* kDnsSubdomainPattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9
 /// An environment variable name in spec.nccl.extraEnv (a C identifier).
 inline constexpr const char* kEnvNamePattern = "^[A-Za-z_][A-Za-z0-9_]*$";
 
+/// Bounds of every string, list and map of the spec (Kubernetes API conventions ask for one on
+/// each): core refuses past them and core/crd.cpp writes the same numbers into the CRD as
+/// maxLength, maxItems and maxProperties. Lengths count characters (code points), as the API
+/// server's maxLength does. No pattern runs on a string before its length is checked.
+inline constexpr int kMaxDocumentBytes = 1 << 20;  ///< a whole spec file or object
+inline constexpr int kMaxNamespaceLength = 63;     ///< an RFC 1123 label
+inline constexpr int kMaxImageLength = 1024;       ///< spec.template.image
+inline constexpr int kMaxServiceAccountNameLength = 253;
+inline constexpr int kMaxQuantityLength = 64;             ///< resources.limits / requests values
+inline constexpr int kMaxAnnotationValueLength = 4096;    ///< metadata and template annotations
+inline constexpr int kMaxEnvValueLength = 4096;           ///< spec.nccl.extraEnv values
+inline constexpr int kMaxEnvNameLength = 128;             ///< spec.nccl.extraEnv names
+inline constexpr int kMaxSocketIfnameLength = 256;        ///< spec.nccl.socketIfname
+inline constexpr int kMaxMapEntries = 64;                 ///< labels, annotations, nodeSelector, extraEnv, resources
+inline constexpr int kMaxPodListItems = 64;               ///< tolerations, volumes, volumeMounts, env
+inline constexpr int kMaxLayerListItems = 64;             ///< mlp.hiddenSizes, hybridEmbedding.denseSizes
+inline constexpr int kMaxBoundaries = kMaxWorldSize - 1;  ///< pipeline.boundaries: one per stage after the first
+
 /// Parses one YAML (or JSON) document into a BenchmarkJob, applies defaults and validates it.
 /// Unknown fields are rejected. Throws SpecError naming every bad field.
 BenchmarkJob parse_benchmark_job(const std::string& yaml_text);

@@ -6,11 +6,12 @@
 #include <map>
 #include <set>
 
+#include "core/crd.hpp"
 #include "core/report.hpp"
 #include "core/run_config.hpp"
 #include "core/spec.hpp"
-#include "operator/controller/manifests.hpp"
 #include "operator/controller/json_access.hpp"
+#include "operator/controller/manifests.hpp"
 #include "operator/controller/naming.hpp"
 
 namespace trainbench::op {
@@ -142,7 +143,7 @@ class Reconcile {
       spec = parse_benchmark_job(o_.job.dump());
       parsed_ = spec;
     } catch (const SpecError& e) {
-      invalid(e.what());
+      invalid(e.summary(kMaxConditionMessageLength));  // any spec, however large: a message the CRD takes
       return finish();
     }
     const std::string phase = str_or(status_, "phase");

@@ -10,6 +10,7 @@
 
 #include "core/spec.hpp"
 #include "core/yaml_json.hpp"
+#include "tests/core/spec_corpus.hpp"
 
 namespace trainbench {
 namespace {
@@ -65,45 +66,12 @@ TEST(Spec, AcceptsServerPopulatedMetadataAndStatus) {
 
 // ---- malformed specs: the table in tests/data/malformed-specs.yaml, shared with tests/crd ----
 
-struct Malformed {
-  std::string name;
-  std::string yaml;
-  std::string field;     // the path the message must name
-  std::string fragment;  // and a fragment of the explanation
-  std::string schema;    // rejects | semantic-only | not-a-document (tests/crd checks it)
-  std::string problem;   // set when the table itself could not be read
-};
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::vector<Malformed> load_malformed() {
-  const std::string path = std::string(TRAINBENCH_TEST_DATA) + "/malformed-specs.yaml";
-  std::vector<Malformed> out;
-  try {
-    const nlohmann::json table = yaml_to_json(read_text(path));
-    for (const auto& c : table.at("cases")) {
-      out.push_back({c.at("name").get<std::string>(), c.at("yaml").get<std::string>(),
-                     c.at("field").get<std::string>(), c.at("fragment").get<std::string>(),
-                     c.at("schema").get<std::string>(), ""});
-    }
-  } catch (const std::exception& e) {
-    out.push_back({"table_unreadable", "", "", "", "", path + ": " + e.what()});
-  }
-  return out;
-}
+using Malformed = testing_corpus::SpecCase;
 
 const std::vector<Malformed>& malformed_cases() {
-  static const std::vector<Malformed> cases = load_malformed();
+  static const std::vector<Malformed> cases = testing_corpus::malformed_cases(TRAINBENCH_TEST_DATA);
   return cases;
 }
-
-void PrintTo(const Malformed& m, std::ostream* os) { *os << m.name; }
 
 class MalformedSpec : public ::testing::TestWithParam<Malformed> {};
 
@@ -120,8 +88,20 @@ TEST_P(MalformedSpec, NamesTheField) {
     }
     EXPECT_TRUE(found) << "expected '" << m.field << ": ..." << m.fragment << "...', got:\n" << e.what();
     EXPECT_NE(std::string(e.what()).find(m.field + ": "), std::string::npos);
+    EXPECT_FALSE(invalid_utf8_offset(e.what()).has_value()) << "the message echoes invalid UTF-8";
   }
 }
+
+class ValidSpec : public ::testing::TestWithParam<Malformed> {};
+
+TEST_P(ValidSpec, Parses) {
+  const Malformed& v = GetParam();
+  ASSERT_TRUE(v.problem.empty()) << v.problem;
+  EXPECT_NO_THROW(parse_benchmark_job(v.yaml)) << v.yaml;
+}
+
+INSTANTIATE_TEST_SUITE_P(Spec, ValidSpec, ::testing::ValuesIn(testing_corpus::valid_cases(TRAINBENCH_TEST_DATA)),
+                         [](const ::testing::TestParamInfo<Malformed>& p) { return p.param.name; });
 
 INSTANTIATE_TEST_SUITE_P(Spec, MalformedSpec, ::testing::ValuesIn(malformed_cases()),
                          [](const ::testing::TestParamInfo<Malformed>& p) { return p.param.name; });
@@ -129,7 +109,7 @@ INSTANTIATE_TEST_SUITE_P(Spec, MalformedSpec, ::testing::ValuesIn(malformed_case
 TEST(Spec, MalformedTableIsWellFormed) {
   const auto& cases = malformed_cases();
   // 47 cases were inline here before the table was shared; it only grows.
-  EXPECT_GE(cases.size(), 100u);
+  EXPECT_GE(cases.size(), 150u);
   std::set<std::string> names;
   for (const auto& c : cases) {
     EXPECT_TRUE(names.insert(c.name).second) << "duplicate case " << c.name;

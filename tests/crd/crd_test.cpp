@@ -5,11 +5,6 @@
 // extensions: CEL rules are checked for presence and for naming fields that exist.
 #include <gtest/gtest.h>
 
-#include <valijson/adapters/nlohmann_json_adapter.hpp>
-#include <valijson/schema.hpp>
-#include <valijson/schema_parser.hpp>
-#include <valijson/validator.hpp>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -18,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -28,22 +24,20 @@
 #include "core/crd.hpp"
 #include "core/spec.hpp"
 #include "core/yaml_json.hpp"
+#include "tests/core/spec_corpus.hpp"
+#include "tests/crd/schema_validator.hpp"
 
 namespace trainbench {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using testing_schema::SchemaError;
+using testing_schema::SchemaValidator;
 
 const std::string kSourceDir = TRAINBENCH_SOURCE_DIR;
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing_corpus::read_file;
 
 /// Runs a command, returns its stdout and exit status.
 std::pair<std::string, int> run_command(const std::string& command) {
@@ -56,85 +50,6 @@ std::pair<std::string, int> run_command(const std::string& command) {
   const int status = pclose(pipe);
   return {out, status};
 }
-
-// ---- the schema as valijson sees it ----
-
-/// The schema plus what the API server enforces beyond it with kubectl's default
-/// --validate=strict (field validation Strict): unknown fields are errors, not pruned. So every
-/// object schema with properties and without x-kubernetes-preserve-unknown-fields gets
-/// additionalProperties: false, except metadata (ObjectMeta, validated by the server itself).
-/// `format` is dropped: the API server does not check int32/int64 there, and valijson would
-/// apply date-time to non-strings.
-json strict_schema(json s, bool is_root = false, bool is_metadata = false) {
-  if (!s.is_object()) return s;
-  s.erase("format");
-  const bool preserve = s.value("x-kubernetes-preserve-unknown-fields", false);
-  if (s.contains("properties")) {
-    for (auto& [key, sub] : s["properties"].items()) sub = strict_schema(sub, false, is_root && key == "metadata");
-    if (!preserve && !is_metadata) s["additionalProperties"] = false;
-  }
-  if (s.contains("additionalProperties") && s["additionalProperties"].is_object()) {
-    s["additionalProperties"] = strict_schema(s["additionalProperties"]);
-  }
-  if (s.contains("items")) s["items"] = strict_schema(s["items"]);
-  for (const char* junctor : {"anyOf", "allOf", "oneOf"}) {
-    if (s.contains(junctor)) {
-      for (auto& sub : s[junctor]) sub = strict_schema(sub);
-    }
-  }
-  return s;
-}
-
-/// "spec.sweep[0].nodes" from valijson's ["<root>", "[spec]", "[sweep]", "[0]", "[nodes]"].
-std::string context_path(const std::vector<std::string>& context) {
-  static const std::regex kIndex("\\[[0-9]+\\]");
-  std::string out;
-  for (const auto& part : context) {
-    if (part == "<root>") continue;
-    if (std::regex_match(part, kIndex)) {
-      out += part;
-    } else {
-      const std::string name = part.size() >= 2 && part.front() == '[' ? part.substr(1, part.size() - 2) : part;
-      out += (out.empty() ? "" : ".") + name;
-    }
-  }
-  return out;
-}
-
-struct SchemaError {
-  std::string path;
-  std::string message;
-};
-
-class SchemaValidator {
- public:
-  explicit SchemaValidator(const json& openapi_schema) : doc_(strict_schema(openapi_schema, true)) {
-    valijson::SchemaParser parser(valijson::SchemaParser::kDraft4);
-    valijson::adapters::NlohmannJsonAdapter adapter(doc_);
-    parser.populateSchema(adapter, schema_);
-  }
-
-  std::vector<SchemaError> errors(const json& doc) const {
-    valijson::Validator validator;
-    valijson::ValidationResults results;
-    valijson::adapters::NlohmannJsonAdapter target(doc);
-    validator.validate(schema_, target, &results);
-    std::vector<SchemaError> out;
-    valijson::ValidationResults::Error e;
-    while (results.popError(e)) out.push_back({context_path(e.context), e.description});
-    return out;
-  }
-
-  static std::string str(const std::vector<SchemaError>& errors) {
-    std::string out;
-    for (const auto& e : errors) out += "  " + (e.path.empty() ? "<root>" : e.path) + ": " + e.message + "\n";
-    return out;
-  }
-
- private:
-  json doc_;
-  valijson::Schema schema_;
-};
 
 /// A JSON schema node for a value to be validated on its own (defaults).
 std::vector<SchemaError> errors_against(const json& schema_node, const json& value) {
@@ -187,7 +102,7 @@ std::vector<std::pair<std::string, json>> rules() {
 TEST(CrdFile, IsUpToDate) {
   const std::string path = kSourceDir + "/" + kCrdFile;
   std::string committed;
-  ASSERT_NO_THROW(committed = read_text(path)) << path << " is missing; generate it with: " << kCrdRegenerate;
+  ASSERT_NO_THROW(committed = read_file(path)) << path << " is missing; generate it with: " << kCrdRegenerate;
   EXPECT_TRUE(committed == benchmarkjob_crd_yaml())
       << kCrdFile << " differs from what core/crd.cpp generates. If the change to the spec or the CRD is "
       << "intended, regenerate the file (after building) and commit it:\n  " << kCrdRegenerate;
@@ -544,7 +459,7 @@ std::vector<std::string> example_files() {
 class Example : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Example, ValidatesAgainstTheCrdAndParsesWithCore) {
-  const std::string text = read_text(kSourceDir + "/examples/" + GetParam());
+  const std::string text = read_file(kSourceDir + "/examples/" + GetParam());
   const json doc = yaml_to_json(text);
   const auto errors = validator().errors(doc);
   EXPECT_TRUE(errors.empty()) << GetParam() << " fails the CRD schema:\n" << SchemaValidator::str(errors);
@@ -578,27 +493,9 @@ TEST(Crd, ExamplesIncludeTheOperatorJob) {
 
 // ---- the shared malformed-spec table ----
 
-struct Malformed {
-  std::string name, yaml, field, fragment, schema, reason, cel, problem;
-};
+using Malformed = testing_corpus::SpecCase;
 
-std::vector<Malformed> load_malformed() {
-  const std::string path = kSourceDir + "/tests/data/malformed-specs.yaml";
-  std::vector<Malformed> out;
-  try {
-    const json table = yaml_to_json(read_text(path));  // not a temporary: the loop keeps a reference
-    for (const auto& c : table.at("cases")) {
-      const auto str = [&c](const char* key) { return c.at(key).get<std::string>(); };
-      out.push_back({str("name"), str("yaml"), str("field"), str("fragment"), str("schema"), c.value("reason", ""),
-                     c.value("cel", ""), ""});
-    }
-  } catch (const std::exception& e) {
-    out.push_back({"table_unreadable", "", "", "", "", "", "", path + ": " + e.what()});
-  }
-  return out;
-}
-
-void PrintTo(const Malformed& m, std::ostream* os) { *os << m.name; }
+std::vector<Malformed> load_malformed() { return testing_corpus::malformed_cases(kSourceDir + "/tests/data"); }
 
 class MalformedSpec : public ::testing::TestWithParam<Malformed> {};
 
@@ -730,6 +627,79 @@ TEST(Crd, BoundsAndEnumsAgreeWithCore) {
                                         << ") but the schema accepts it and no CEL rule above it names the field";
     }
   }
+}
+
+// ---- lengths and sizes: maxLength / maxItems / maxProperties are core's bounds ----
+
+/// A value for `node` of `size` characters, items or entries that its own schema would take at
+/// size 1 (nullopt when none of the fillers fits).
+std::optional<json> sized_value(const json& node, std::size_t size) {
+  const std::string type = node.value("type", node.value("x-kubernetes-int-or-string", false) ? "string" : "");
+  if (type == "string") {
+    for (const char* fill : {"a", "1"}) {
+      if (errors_against(node, std::string(1, fill[0])).empty()) return json(std::string(size, fill[0]));
+    }
+    return std::nullopt;
+  }
+  if (type == "array") {
+    const json& items = node.at("items");
+    json item = items.value("type", "") == "integer" ? json(1) : json::object();
+    for (const auto& r : items.value("required", json::array())) item[r.get<std::string>()] = "/x";
+    return json(std::vector<json>(size, item));
+  }
+  if (type == "object" && node.contains("additionalProperties")) {
+    const json& values = node.at("additionalProperties");
+    const json value = values.value("type", "") == "string" ? json("a") : json(1);
+    json out = json::object();
+    for (std::size_t i = 0; i < size; ++i) out["K" + std::to_string(i)] = value;
+    return out;
+  }
+  return std::nullopt;
+}
+
+bool core_says_too_big(const json& doc, const std::string& field) {
+  try {
+    parse_benchmark_job(doc.dump());
+  } catch (const SpecError& e) {
+    for (const auto& fe : e.errors()) {
+      if (fe.path == field && fe.message.find("at most") != std::string::npos) return true;
+    }
+  }
+  return false;
+}
+
+/// "spec.benchmark.mlp.hiddenSizes" from "/spec/benchmark/mlp/hiddenSizes".
+std::string field_of(const json::json_pointer& p) {
+  std::string out = p.to_string().substr(1);
+  std::replace(out.begin(), out.end(), '/', '.');
+  return std::regex_replace(out, std::regex(R"(\.([0-9]+))"), "[$1]");
+}
+
+TEST(Crd, LengthAndSizeBoundsAreCores) {
+  const json base = yaml_to_json(
+      "apiVersion: trainbench.dev/v1alpha1\nkind: BenchmarkJob\nmetadata: {name: bounds}\n"
+      "spec:\n  benchmark: {model: mlp}\n  sweep: [{nodes: 1, devicesPerNode: 1}]\n");
+  int probed = 0;
+  walk(schema().at("properties").at("spec"), json::json_pointer("/spec"),
+       [&](const json::json_pointer& p, const json& node) {
+         for (const char* bound : {"maxLength", "maxItems", "maxProperties"}) {
+           if (!node.contains(bound) || node.contains("enum")) continue;  // an enum's maxLength is its longest value
+           const auto max = node.at(bound).get<std::size_t>();
+           const auto at_max = sized_value(node, max);
+           const auto past = sized_value(node, max + 1);
+           if (!at_max || !past) continue;
+           ++probed;
+           json doc = base;
+           doc[p] = *past;
+           EXPECT_FALSE(validator().errors(doc).empty()) << p.to_string() << ": the schema takes " << max + 1;
+           EXPECT_TRUE(core_says_too_big(doc, field_of(p)))
+               << p.to_string() << ": core does not refuse " << max + 1 << " with \"at most\"";
+           doc[p] = *at_max;
+           EXPECT_TRUE(errors_against(node, *at_max).empty()) << p.to_string() << ": the schema refuses " << max;
+           EXPECT_FALSE(core_says_too_big(doc, field_of(p))) << p.to_string() << ": core refuses " << max;
+         }
+       });
+  EXPECT_GE(probed, 12);
 }
 
 }  // namespace

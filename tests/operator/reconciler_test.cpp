@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "core/crd.hpp"
 #include "core/report.hpp"
 #include "core/run_config.hpp"
 #include "operator/controller/naming.hpp"
@@ -152,6 +153,39 @@ TEST(Reconciler, InvalidSpecGetsConditionWithFieldAndNoPods) {
   }
   EXPECT_TRUE(found);
   EXPECT_EQ(of(d, Action::Verb::Event).size(), 1u);
+}
+
+/// What any user with create rights on BenchmarkJobs can write (issue 11): huge strings, quoted
+/// numbers, hundreds of bad keys. Each job gets condition Invalid with a message the CRD takes
+/// and no pods; a good job reconciled after them (the same operator process) starts its run.
+TEST(Reconciler, HostileSpecsAreInvalidAndOtherJobsStillRun) {
+  json bad_labels = json::object();
+  for (int i = 0; i < 64; ++i)
+    bad_labels["bad key " + std::to_string(i) + std::string(300, 'k')] = std::string(300, 'v');
+  const std::vector<json> hostile = {
+      job_object({{"benchmark", {{"model", std::string(100000, 'm')}}}}),
+      job_object({{"benchmark", {{"repeats", std::string(100000, '1')}}}}),
+      job_object({{"benchmark", {{"repeats", "5"}}}}),
+      job_object({{"template", {{"resources", {{"limits", {{"cpu", std::string(100000, '1')}}}}}}}}),
+      job_object({{"template", {{"labels", bad_labels}, {"annotations", bad_labels}, {"nodeSelector", bad_labels}}},
+                  {"nccl", {{"extraEnv", bad_labels}}}}),
+      job_object({{"template", {{"image", "worker:\u00e9" + std::string(2000, 'i')}}}}),
+  };
+  for (const json& job : hostile) {
+    Observed o{job, {}, {}, {}, false, false, false, t0()};
+    Decision d;
+    ASSERT_NO_THROW(d = reconcile(o));
+    EXPECT_TRUE(of(d, Action::Verb::Create, "pods").empty());
+    const json st = status_of(d);
+    EXPECT_EQ(st["phase"], "Invalid");
+    for (const auto& c : st["conditions"]) {
+      EXPECT_LE(c["message"].get<std::string>().size(), static_cast<std::size_t>(kMaxConditionMessageLength));
+    }
+  }
+  Observed good{job_object(), {}, {}, {}, false, false, false, t0()};
+  const Decision d = reconcile(good);
+  EXPECT_FALSE(of(d, Action::Verb::Create, "pods").empty());
+  EXPECT_EQ(status_of(d)["phase"], "Running");
 }
 
 TEST(Reconciler, FirstReconcileCreatesTheFirstRunWithRanksAndOwners) {
