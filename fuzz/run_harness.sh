@@ -7,6 +7,7 @@
 # is left in WORK/NAME/artifacts/. The last line is
 #   FUZZ_RESULT <name> <seconds> <execs> <exec/s> <crashes>
 # Usage: run_harness.sh BINARY NAME SECONDS MAX_LEN WORK
+# FUZZ_RUNS=N (environment) ends the fuzzing after N executions if that comes before SECONDS.
 set -uo pipefail
 bin=$1 name=$2 seconds=$3 max_len=$4 work=$5
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,6 +18,8 @@ rm -rf "$dir" && mkdir -p "$dir/corpus" "$dir/artifacts"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 common=(-timeout=5 -rss_limit_mb=2048 -malloc_limit_mb=2048 "-artifact_prefix=$dir/artifacts/")
+runs=()
+[ -n "${FUZZ_RUNS:-}" ] && runs=(-runs="$FUZZ_RUNS")
 
 mapfile -t files < <(find "$seeds" "$regressions" -type f 2>/dev/null | sort)
 echo "== $name: replaying ${#files[@]} seed and regression inputs"
@@ -29,7 +32,7 @@ fi
 echo "== $name: fuzzing for ${seconds}s (-max_len=$max_len)"
 start=$(date +%s)
 "$bin" "${common[@]}" -max_len="$max_len" -max_total_time="$seconds" -print_final_stats=1 \
-  -print_pcs=0 -reload=0 "$dir/corpus" "$seeds" >"$dir/fuzz.log" 2>&1
+  -print_pcs=0 -reload=0 "${runs[@]}" "$dir/corpus" "$seeds" >"$dir/fuzz.log" 2>&1
 rc=$?
 elapsed=$(($(date +%s) - start))
 execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/fuzz.log" | tail -n1)

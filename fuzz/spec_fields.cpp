@@ -16,7 +16,12 @@ namespace {
 
 using namespace trainbench;
 
-std::string text(FuzzedDataProvider& in) { return in.ConsumeRandomLengthString(512); }
+// Valid UTF-8, as every reader hands validate() its strings (the YAML reader refuses invalid
+// UTF-8, the operator's JSON cannot hold it): invalid bytes become U+FFFD.
+std::string text(FuzzedDataProvider& in) {
+  const nlohmann::json s = in.ConsumeRandomLengthString(512);
+  return nlohmann::json::parse(s.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)).get<std::string>();
+}
 
 void fill_map(FuzzedDataProvider& in, std::map<std::string, std::string>& m) {
   const int n = in.ConsumeIntegralInRange(0, 3);

@@ -4,6 +4,7 @@
 #                                         regression cases, then fuzzes for SECONDS, one after
 #                                         another (one process: other work keeps a core);
 #                                         prints a Markdown table of executions and crashes.
+#                                         FUZZ_RUNS=N stops each after N executions (e.g. 1000000)
 #   scripts/fuzz.sh --build-only          configure and build only (scripts/test.sh; ctest -L fuzz
 #                                         then runs each for TRAINBENCH_FUZZ_SECONDS, default 30).
 # Crashing inputs are left in build-fuzz/fuzz-work/HARNESS/artifacts/; replay one with
