@@ -120,7 +120,8 @@ std::string nested_event(std::size_t depth, const std::string& filler = "") {
 TEST(WatchEvents, NestingBoundedAsTheApiServers) {
   EXPECT_FALSE(kube::json_nesting_exceeds(R"({"a":[1,{"b":"[[[["}]})", 3));
   EXPECT_TRUE(kube::json_nesting_exceeds(R"({"a":[1,{"b":[]}]})", 3));
-  EXPECT_FALSE(kube::json_nesting_exceeds(R"({"a":"\"}, "[[[[[")", 1));  // escaped quote, then ends
+  EXPECT_FALSE(kube::json_nesting_exceeds(R"(["a\"[[[[", 1])", 1));  // an escaped quote stays in the string
+  EXPECT_TRUE(kube::json_nesting_exceeds(R"(["a\\", [1]])", 1));     // an escaped backslash ends it
   // The object itself is level 2 of the event: kMaxJsonDepth levels in all are read.
   const auto ev = kube::parse_watch_event(nested_event(kube::kMaxJsonDepth - 1, R"("[[[[")"));
   EXPECT_EQ(ev.object["metadata"]["name"], "a");
