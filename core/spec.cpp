@@ -662,7 +662,7 @@ void check_template(Checker& c, const PodTemplate& t) {
   check_label_map(c, tp + ".labels", t.labels, true);
   for (const auto& kv : t.labels) {
     if (is_reserved_label(kv.first)) {
-      c.add(tp + ".labels." + kv.first,
+      c.add(tp + ".labels." + printable(kv.first),
             "is set by the operator (trainbench.dev/* and app.kubernetes.io/name, "
             "instance, component, managed-by are reserved)");
     }
@@ -678,7 +678,7 @@ void check_nccl(Checker& c, const NcclSpec& nccl) {
   if (!nccl.debug.empty()) c.one_of("spec.nccl.debug", nccl.debug, known_nccl_debug_levels());
   for (const auto& kv : nccl.extra_env) {
     if (!matches(kv.first, kEnvNamePattern, kMaxEnvNameLength)) {
-      c.add("spec.nccl.extraEnv." + kv.first,
+      c.add("spec.nccl.extraEnv." + printable(kv.first),
             "must be an environment variable name (at most " + std::to_string(kMaxEnvNameLength) +
                 " letters, digits and '_', not starting with a digit), got " + quote(kv.first));
     }
@@ -1024,12 +1024,14 @@ nlohmann::json to_json(const BenchmarkJob& job) {
 
 namespace {
 
+FieldError document_too_large(std::size_t bytes) {
+  return {"<yaml>", "the document is " + std::to_string(bytes) + " bytes; at most " +
+                        std::to_string(kMaxDocumentBytes) + " are read"};
+}
+
 /// The one document of `text`, or a SpecError on "<yaml>": too large, not YAML, not one document.
 YAML::Node load_spec_document(const std::string& text) {
-  if (text.size() > static_cast<std::size_t>(kMaxDocumentBytes)) {
-    throw SpecError({{"<yaml>", "the document is " + std::to_string(text.size()) + " bytes; at most " +
-                                    std::to_string(kMaxDocumentBytes) + " are read"}});
-  }
+  if (text.size() > static_cast<std::size_t>(kMaxDocumentBytes)) throw SpecError({document_too_large(text.size())});
   try {
     return detail::load_one_document(text);
   } catch (const std::runtime_error& e) {
@@ -1078,11 +1080,16 @@ BenchmarkJob parse_benchmark_job(const std::string& yaml_text) {
 
 BenchmarkJob load_benchmark_job(const std::string& path) {
   std::error_code ec;
+  const std::string name = "\"" + printable(path, 4096) + "\"";
   if (!std::filesystem::is_regular_file(path, ec)) {
-    throw SpecError({{"<file>", "cannot read " + quote(path) + ": not a regular file"}});
+    throw SpecError({{"<file>", "cannot read " + name + ": not a regular file"}});
+  }
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > static_cast<std::uintmax_t>(kMaxDocumentBytes)) {  // refused before it is read
+    throw SpecError({document_too_large(static_cast<std::size_t>(size))});
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw SpecError({{"<file>", "cannot read " + quote(path)}});
+  if (!in) throw SpecError({{"<file>", "cannot read " + name}});
   std::ostringstream ss;
   ss << in.rdbuf();
   return parse_benchmark_job(ss.str());
