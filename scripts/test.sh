@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # README command 2: install the dependencies, build, and run every test.
 #  1. the full build (core, cli, worker) and all ctest tests;
-#  2. core/ and operator/ rebuilt with AddressSanitizer + UBSan, their unit tests run again.
+#  2. core/ and operator/ rebuilt with AddressSanitizer + UBSan, their unit tests run again;
+#  3. the libFuzzer harnesses (fuzz/, clang, build-fuzz/): each replays its seeds and regression
+#     cases, then fuzzes for TRAINBENCH_FUZZ_SECONDS (30) seconds.
 # Exits non-zero when any test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,3 +27,7 @@ lsan_supp="$PWD/.ci/lsan.supp"  # library-internal leaks only, each explained th
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   LSAN_OPTIONS="suppressions=$lsan_supp:print_suppressions=0" \
   ctest --output-on-failure -L "core|crd|operator" -E "e2e|Kubesim" -j"$jobs")
+
+echo "== fuzz harnesses (libFuzzer + ASan + UBSan, ${TRAINBENCH_FUZZ_SECONDS:-30} s each) =="
+bash scripts/fuzz.sh --build-only
+(cd build-fuzz && ctest --output-on-failure -L fuzz -j1)

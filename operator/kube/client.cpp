@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "operator/kube/errors.hpp"
+#include "operator/kube/json_depth.hpp"
 
 namespace trainbench::kube {
 namespace {
@@ -83,6 +84,10 @@ nlohmann::json Client::call(HttpRequest req) const {
   if (!resp.content_type.empty() && !is_json_content_type(resp.content_type)) {
     throw TransportError(TransportError::Kind::kProtocol,
                          what + ": expected a JSON answer, got Content-Type " + resp.content_type.substr(0, 100));
+  }
+  if (json_nesting_exceeds(resp.body)) {
+    throw TransportError(TransportError::Kind::kProtocol,
+                         what + ": the answer nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   }
   nlohmann::json j = nlohmann::json::parse(resp.body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {

@@ -4,6 +4,8 @@
 #include <memory>
 #include <utility>
 
+#include "operator/kube/json_depth.hpp"
+
 namespace trainbench::kube {
 namespace {
 
@@ -162,7 +164,10 @@ StatusDetails parse_status_details(const nlohmann::json& details) {
 std::exception_ptr make_api_error(int http_code, std::string_view body, std::string_view retry_after_header,
                                   std::string_view request) {
   const auto retry_after = parse_retry_after(retry_after_header);
-  nlohmann::json status = nlohmann::json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  // Too deep for any API server: shown like a body that is not JSON (see json_depth.hpp).
+  nlohmann::json status = json_nesting_exceeds(body) ? nlohmann::json()
+                                                     : nlohmann::json::parse(body.begin(), body.end(), nullptr,
+                                                                             /*allow_exceptions=*/false);
   if (status.is_object() && string_field(status, "kind") == "Status") {
     auto details = status.find("details");
     return build({http_code, string_field(status, "reason"), string_field(status, "message"),

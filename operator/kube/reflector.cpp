@@ -129,16 +129,20 @@ void Reflector::list_and_replace() {
   if (list.contains("metadata")) rv = resource_version_of(list);
 
   auto old = cache_->replace(fresh);
-  for (const auto& [key, obj] : fresh) {
-    auto it = old.find(key);
+  // Named references, not structured bindings: clang before 16 (the fuzz build) cannot capture
+  // a structured binding in a lambda.
+  for (const auto& entry : fresh) {
+    const nlohmann::json& obj = entry.second;
+    auto it = old.find(entry.first);
     if (it == old.end()) {
       if (handlers_.on_add) call_handler("add", [&] { handlers_.on_add(obj); });
     } else if (resource_version_of(it->second) != resource_version_of(obj)) {
       if (handlers_.on_update) call_handler("update", [&] { handlers_.on_update(it->second, obj); });
     }
   }
-  for (const auto& [key, obj] : old) {
-    if (fresh.count(key) == 0 && handlers_.on_delete) call_handler("delete", [&] { handlers_.on_delete(obj); });
+  for (const auto& entry : old) {
+    const nlohmann::json& obj = entry.second;
+    if (fresh.count(entry.first) == 0 && handlers_.on_delete) call_handler("delete", [&] { handlers_.on_delete(obj); });
   }
 
   bool first_sync = false;

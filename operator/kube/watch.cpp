@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "operator/kube/errors.hpp"
+#include "operator/kube/json_depth.hpp"
 
 namespace trainbench::kube {
 
@@ -21,6 +22,7 @@ WatchEvent parse_watch_event(std::string_view line) {
   auto bad = [](const std::string& why) {
     return TransportError(TransportError::Kind::kProtocol, "malformed watch event: " + why);
   };
+  if (json_nesting_exceeds(line)) throw bad("nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   nlohmann::json j = nlohmann::json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) throw bad("not JSON (" + std::to_string(line.size()) + " bytes)");
   if (!j.is_object()) throw bad("not a JSON object");

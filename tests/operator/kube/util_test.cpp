@@ -7,6 +7,7 @@
 #include "operator/kube/base64.hpp"
 #include "operator/kube/cache.hpp"
 #include "operator/kube/errors.hpp"
+#include "operator/kube/json_depth.hpp"
 #include "operator/kube/log.hpp"
 #include "operator/kube/resource.hpp"
 #include "operator/kube/watch.hpp"
@@ -106,6 +107,32 @@ TEST(WatchEvents, Parse) {
       EXPECT_EQ(e.kind(), kube::TransportError::Kind::kProtocol);
     }
   }
+}
+
+// Found by fuzz/kube_watch_event (regression input fuzz/regressions/kube_watch_event/
+// nesting-40000.jsonl): an event nested 40,000 levels deep parsed, then overflowed the stack when
+// the object was copied. The bound is the API server's own (Go's encoding/json: 10000 levels).
+std::string nested_event(std::size_t depth, const std::string& filler = "") {
+  return R"({"type":"ADDED","object":{"metadata":{"name":"a"},"spec":)" + std::string(depth - 1, '[') + filler +
+         std::string(depth - 1, ']') + "}}";
+}
+
+TEST(WatchEvents, NestingBoundedAsTheApiServers) {
+  EXPECT_FALSE(kube::json_nesting_exceeds(R"({"a":[1,{"b":"[[[["}]})", 3));
+  EXPECT_TRUE(kube::json_nesting_exceeds(R"({"a":[1,{"b":[]}]})", 3));
+  EXPECT_FALSE(kube::json_nesting_exceeds(R"(["a\"[[[[", 1])", 1));  // an escaped quote stays in the string
+  EXPECT_TRUE(kube::json_nesting_exceeds(R"(["a\\", [1]])", 1));     // an escaped backslash ends it
+  // The object itself is level 2 of the event: kMaxJsonDepth levels in all are read.
+  const auto ev = kube::parse_watch_event(nested_event(kube::kMaxJsonDepth - 1, R"("[[[[")"));
+  EXPECT_EQ(ev.object["metadata"]["name"], "a");
+  try {
+    kube::parse_watch_event(nested_event(40000));
+    ADD_FAILURE() << "a 40,000-level event was accepted";
+  } catch (const kube::TransportError& e) {
+    EXPECT_EQ(e.kind(), kube::TransportError::Kind::kProtocol);
+    EXPECT_NE(std::string(e.what()).find("nested deeper than 10000 levels"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(kube::parse_watch_event(nested_event(kube::kMaxJsonDepth)), kube::TransportError);
 }
 
 TEST(Cache, UpsertEraseReplaceAndLabels) {
