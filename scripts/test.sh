@@ -30,4 +30,4 @@ lsan_supp="$PWD/.ci/lsan.supp"  # library-internal leaks only, each explained th
 
 echo "== fuzz harnesses (libFuzzer + ASan + UBSan, ${TRAINBENCH_FUZZ_SECONDS:-30} s each) =="
 bash scripts/fuzz.sh --build-only
-(cd build-fuzz && ctest --output-on-failure -L fuzz -j1)
+(cd build-fuzz && ctest --output-on-failure -L fuzz -j"$jobs")
