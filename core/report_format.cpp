@@ -55,24 +55,34 @@ void paradigm_table(std::ostringstream& os, const std::vector<const RunReport*>&
     special = special || r->paradigm == "zero" || r->pipeline.has_value();
   }
   if (ok.empty() || (paradigms.size() < 2 && !special)) return;
-  const std::vector<std::string> head = {"", "paradigm", "optimizer", "ex/sec p50", "memory per device",
-                                         "optimizer state per device", "loss first -> last", "bubble per stage (GPipe)"};
+  const std::vector<std::string> head = {"",
+                                         "paradigm",
+                                         "optimizer",
+                                         "ex/sec p50",
+                                         "memory per device",
+                                         "optimizer state per device",
+                                         "loss first -> last",
+                                         "bubble per stage (GPipe)"};
   std::vector<std::vector<std::string>> rows{head};
   for (const auto* r : ok) {
     std::string bubble = "-";
     if (r->pipeline) {
-      bubble = per_rank(*r, [](const RankReport& k) { return printf_str("%.0f%%", k.bubble_fraction.value_or(0) * 100); },
-                        [](const RankReport& k) { return k.bubble_fraction.value_or(0); }) +
+      bubble = per_rank(
+                   *r, [](const RankReport& k) { return printf_str("%.0f%%", k.bubble_fraction.value_or(0) * 100); },
+                   [](const RankReport& k) { return k.bubble_fraction.value_or(0); }) +
                printf_str(" (%.0f%%)", r->pipeline->theoretical_bubble * 100);
     }
     rows.push_back({row_name(*r), r->paradigm + (r->pipeline ? " x" + std::to_string(r->pipeline->micro_batches) : ""),
                     r->optimizer.empty() ? "-" : r->optimizer, fmt_rate(r->examples_per_sec.p50),
-                    per_rank(*r, [](const RankReport& k) { return fmt_bytes(k.peak_memory_bytes); },
-                             [](const RankReport& k) { return static_cast<double>(k.peak_memory_bytes); }),
-                    per_rank(*r, [](const RankReport& k) { return fmt_bytes(k.optimizer_state_bytes); },
-                             [](const RankReport& k) { return static_cast<double>(k.optimizer_state_bytes); }),
-                    r->loss_start && r->loss_end ? printf_str("%.4f", *r->loss_start) + " -> " + printf_str("%.4f", *r->loss_end)
-                                                 : "-",
+                    per_rank(
+                        *r, [](const RankReport& k) { return fmt_bytes(k.peak_memory_bytes); },
+                        [](const RankReport& k) { return static_cast<double>(k.peak_memory_bytes); }),
+                    per_rank(
+                        *r, [](const RankReport& k) { return fmt_bytes(k.optimizer_state_bytes); },
+                        [](const RankReport& k) { return static_cast<double>(k.optimizer_state_bytes); }),
+                    r->loss_start && r->loss_end
+                        ? printf_str("%.4f", *r->loss_start) + " -> " + printf_str("%.4f", *r->loss_end)
+                        : "-",
                     bubble});
   }
   std::vector<std::size_t> width(head.size(), 0);
@@ -97,6 +107,31 @@ void benchmark_title(std::ostringstream& os, const Report& r) {
     return;
   }
   os << "Benchmark: " << r.model << " with batch size " << r.batch_size_per_device << "\n";
+}
+
+/// The per-rank block: every rank's own percentiles and peak memory; for a run copied from a
+/// job's status with a rank summary (core/rank_summary.hpp), the spread and the slowest ranks.
+void per_rank_block(std::ostream& os, const std::vector<const RunReport*>& runs, std::size_t w) {
+  os << "\nPer rank (sec/iter, median of repeats; peak memory):\n\n";
+  for (const auto* r : runs) {
+    if (r->phase != "Succeeded") continue;
+    const bool summarized = r->ranks.empty() && r->rank_summary;
+    if (summarized) {
+      const RankSummary& s = *r->rank_summary;
+      os << pad_left(row_name(*r), w) << "  " << s.count << " ranks, p50 " << fmt_sec(s.sec_per_iter_p50_min) << " .. "
+         << fmt_sec(s.sec_per_iter_p50_max) << " (median " << fmt_sec(s.sec_per_iter_p50_median) << "); the "
+         << s.slowest.size()
+         << " slowest:" << (s.detail_config_map.empty() ? "" : " (every rank: ConfigMap " + s.detail_config_map + ")")
+         << "\n";
+    }
+    for (const auto& rk : summarized ? r->rank_summary->slowest : r->ranks) {
+      os << pad_left(row_name(*r), w) << "  rank " << pad_left(std::to_string(rk.rank), 3) << " (node " << rk.node_rank
+         << ", local " << rk.local_rank << "):";
+      os << "  p50: " << fmt_sec(rk.sec_per_iter.p50) << "  p75: " << fmt_sec(rk.sec_per_iter.p75)
+         << "  p90: " << fmt_sec(rk.sec_per_iter.p90) << "  p95: " << fmt_sec(rk.sec_per_iter.p95) << "  peak "
+         << fmt_bytes(rk.peak_memory_bytes) << "\n";
+    }
+  }
 }
 
 }  // namespace
@@ -177,26 +212,7 @@ std::string format_report(const Report& report) {
 
   paradigm_table(os, runs);
 
-  os << "\nPer rank (sec/iter, median of repeats; peak memory):\n\n";
-  for (const auto* r : runs) {
-    if (r->phase != "Succeeded") continue;
-    const bool summarized = r->ranks.empty() && r->rank_summary;
-    if (summarized) {
-      const RankSummary& s = *r->rank_summary;
-      os << pad_left(row_name(*r), w) << "  " << s.count << " ranks, p50 " << fmt_sec(s.sec_per_iter_p50_min) << " .. "
-         << fmt_sec(s.sec_per_iter_p50_max) << " (median " << fmt_sec(s.sec_per_iter_p50_median) << "); the "
-         << s.slowest.size()
-         << " slowest:" << (s.detail_config_map.empty() ? "" : " (every rank: ConfigMap " + s.detail_config_map + ")")
-         << "\n";
-    }
-    for (const auto& rk : summarized ? r->rank_summary->slowest : r->ranks) {
-      os << pad_left(row_name(*r), w) << "  rank " << pad_left(std::to_string(rk.rank), 3) << " (node "
-         << rk.node_rank << ", local " << rk.local_rank << "):";
-      os << "  p50: " << fmt_sec(rk.sec_per_iter.p50) << "  p75: " << fmt_sec(rk.sec_per_iter.p75)
-         << "  p90: " << fmt_sec(rk.sec_per_iter.p90) << "  p95: " << fmt_sec(rk.sec_per_iter.p95)
-         << "  peak " << fmt_bytes(rk.peak_memory_bytes) << "\n";
-    }
-  }
+  per_rank_block(os, runs, w);
   os << format_hybrid_ps_runs(report);
   os << format_allreduce_runs(report);
   return os.str();
@@ -261,7 +277,8 @@ std::string format_diff(const Report& base, const Report& test) {
   }
   std::size_t w = 0;
   for (const auto& p : pairs) w = std::max(w, row_name(p.first ? *p.first : *p.second).size());
-  const std::string cell_head = std::string(6, ' ') + pad_left("sec/iter", 10) + pad_left("ex/sec", 11) + pad_left("diff", 9);
+  const std::string cell_head =
+      std::string(6, ' ') + pad_left("sec/iter", 10) + pad_left("ex/sec", 11) + pad_left("diff", 9);
   os << pad_right("", w) << cell_head << cell_head << "\n";
   for (const auto& [b, t] : pairs) {
     os << pad_left(row_name(b ? *b : *t), w);
@@ -274,7 +291,8 @@ std::string format_diff(const Report& base, const Report& test) {
       continue;
     }
     if (b->phase != "Succeeded" || t->phase != "Succeeded") {
-      os << "  " << (b->phase != "Succeeded" ? "failed in baseline" : "") << (b->phase != "Succeeded" && t->phase != "Succeeded" ? ", " : "")
+      os << "  " << (b->phase != "Succeeded" ? "failed in baseline" : "")
+         << (b->phase != "Succeeded" && t->phase != "Succeeded" ? ", " : "")
          << (t->phase != "Succeeded" ? "failed in test" : "") << "\n";
       continue;
     }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The long chaos soak (docs/reliability-chaos.md): scripts/chaos.sh [SECONDS] [SEED]
+# The long chaos soak (docs/reliability.md): scripts/chaos.sh [SECONDS] [SEED]
 # Runs tests/chaos/chaos_soak.sh against the binaries in build/ (scripts/build.sh first) for
 # SECONDS (default 900) of chaos with SEED (default 1) and prints its figures; with
 # CHAOS_FIGURES=FILE they are also written to FILE as one JSON line. Exits non-zero when a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The chaos soak (docs/reliability-chaos.md): kubesim with two nodes, the real operator as TWO
+# The chaos soak (docs/reliability.md): kubesim with two nodes, the real operator as TWO
 # replicas with leader election, the real kubectl and real workers. For DURATION seconds a
 # stream of small MLP jobs is submitted while, drawn from a seeded random sequence, it
 #   - SIGKILLs an operator replica and restarts it a moment later,
