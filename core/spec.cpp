@@ -615,12 +615,20 @@ bool is_reserved_label(const std::string& key) {
   return key.rfind("trainbench.dev/", 0) == 0 || kOperatorLabels.count(key) > 0;
 }
 
+/// The reader's bound on a free-text field, again for jobs built in code (validate() alone):
+/// valid UTF-8 of at most `max_length` characters.
+void check_text(Checker& c, const std::string& path, const std::string& v, int max_length) {
+  const std::string problem = text_problem(v, max_length);
+  if (!problem.empty()) c.add(path, problem);
+}
+
 void check_label_map(Checker& c, const std::string& path, const std::map<std::string, std::string>& m,
                      bool check_values) {
   for (const auto& [k, v] : m) {
     if (!is_qualified_name(k)) {
       c.add(path + "." + printable(k), std::string(kQualifiedNameRule) + ", got key " + quote(k));
     }
+    if (!check_values) check_text(c, path + "." + printable(k), v, kMaxAnnotationValueLength);
     if (check_values && !matches(v, kLabelValuePattern, kMaxLabelValueLength)) {
       c.add(path + "." + printable(k),
             "must be a label value (at most 63 characters: alphanumerics, with '-', '_' and '.' "
@@ -665,6 +673,7 @@ void check_quantities(Checker& c, const std::string& path, const std::map<std::s
 void check_template(Checker& c, const PodTemplate& t) {
   const std::string tp = "spec.template";
   if (t.image.empty()) c.add(tp + ".image", "must not be empty (default " + PodTemplate::default_worker_image() + ")");
+  check_text(c, tp + ".image", t.image, kMaxImageLength);
   if (!t.image_pull_policy.empty()) c.one_of(tp + ".imagePullPolicy", t.image_pull_policy, known_pull_policies());
   if (!t.service_account_name.empty() &&
       !matches(t.service_account_name, kDnsSubdomainPattern, kMaxServiceAccountNameLength)) {
@@ -690,7 +699,9 @@ void check_template(Checker& c, const PodTemplate& t) {
 
 void check_nccl(Checker& c, const NcclSpec& nccl) {
   if (!nccl.debug.empty()) c.one_of("spec.nccl.debug", nccl.debug, known_nccl_debug_levels());
+  check_text(c, "spec.nccl.socketIfname", nccl.socket_ifname, kMaxSocketIfnameLength);
   for (const auto& kv : nccl.extra_env) {
+    check_text(c, "spec.nccl.extraEnv." + printable(kv.first), kv.second, kMaxEnvValueLength);
     if (!matches(kv.first, kEnvNamePattern, kMaxEnvNameLength)) {
       c.add("spec.nccl.extraEnv." + printable(kv.first),
             "must be an environment variable name (at most " + std::to_string(kMaxEnvNameLength) +

@@ -30,6 +30,20 @@ int int_or(const json& j, const char* key, int fallback) {
   return v.is_number_integer() ? v.get<int>() : fallback;
 }
 
+/// How long a master pod's result may take to reach the operator's ConfigMap cache after the
+/// pod is seen Succeeded (two watch streams, either of which can lag or be cut and resumed).
+constexpr auto kResultArrivalGrace = std::chrono::seconds(30);
+
+/// When the master pod's container ended (state.terminated.finishedAt), if the pod says.
+std::optional<Clock::time_point> master_finished_at(const json& pod) {
+  const json st = get_or(pod, "status", json::object());
+  for (const auto& c : get_or(st, "containerStatuses", json::array())) {
+    const json term = get_or(get_or(c, "state", json::object()), "terminated", json::object());
+    if (term.is_object() && term.contains("finishedAt")) return parse_time(str_or(term, "finishedAt"));
+  }
+  return std::nullopt;
+}
+
 /// CPU cores one trainer pod gets (template resources, limits before requests; at least 1).
 int pod_cores(const json& spec) {
   const json res = get_or(get_or(spec, "template", json::object()), "resources", json::object());
@@ -387,6 +401,14 @@ class Reconcile {
       const std::string ph = pod_phase(it->second);
       if (ph == "Failed") return {pod_failure(it->second), "BackoffLimitExceeded"};
       if (ph == "Succeeded" && label(it->second, kRoleLabel) == "master") {
+        // The master writes the result before it exits, but the pods' watch can bring its end
+        // before the ConfigMaps' watch brings the result (a cut or lagging stream): give the
+        // result kResultArrivalGrace from the master's finish to arrive.
+        const auto finished = master_finished_at(it->second);
+        if (finished && o_.now - *finished < kResultArrivalGrace) {
+          requeue(kResultArrivalGrace - (o_.now - *finished));
+          continue;
+        }
         return {"master pod " + name + " ended without delivering a result", "BackoffLimitExceeded"};
       }
     }

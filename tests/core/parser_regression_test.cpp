@@ -283,5 +283,27 @@ TEST(ParserRegression, JsonFieldsNarrowOnlyWhatFits) {
   EXPECT_THROW(json_fields::get_int(j, "c", "x"), std::runtime_error);
 }
 
+// Found by fuzz/spec_fields: validate() on a job built in code accepted a 274-character
+// socketIfname that the reader refuses, so the job's own JSON did not read back.
+TEST(ParserRegression, ValidateHoldsTheReadersTextBounds) {
+  BenchmarkJob job = parse_benchmark_job(job_with("{model: mlp}"));
+  ASSERT_TRUE(validate(job).empty());
+  job.nccl.socket_ifname = std::string(kMaxSocketIfnameLength + 18, 'e');
+  job.nccl.extra_env["NCCL_X"] = std::string(kMaxEnvValueLength + 1, 'v');
+  job.pod_template.image = std::string(kMaxImageLength + 1, 'i');
+  job.metadata.annotations["note"] = std::string(kMaxAnnotationValueLength + 1, 'a');
+  std::string all;
+  for (const auto& e : validate(job)) all += e.path + ": " + e.message + "\n";
+  EXPECT_NE(all.find("spec.nccl.socketIfname: must be at most 256 characters, got 274"), std::string::npos) << all;
+  EXPECT_NE(all.find("spec.nccl.extraEnv.NCCL_X: must be at most"), std::string::npos) << all;
+  EXPECT_NE(all.find("spec.template.image: must be at most"), std::string::npos) << all;
+  EXPECT_NE(all.find("metadata.annotations.note: must be at most"), std::string::npos) << all;
+  // And what validate() accepts reads back from its own JSON.
+  job = parse_benchmark_job(job_with("{model: mlp}"));
+  job.nccl.socket_ifname = std::string(kMaxSocketIfnameLength, 'e');
+  ASSERT_TRUE(validate(job).empty());
+  EXPECT_NO_THROW(parse_benchmark_job(to_json(job).dump()));
+}
+
 }  // namespace
 }  // namespace trainbench

@@ -604,5 +604,44 @@ TEST(Reconciler, StatusOfA1024RankSweepFitsEtcdWithRoomToSpare) {
   EXPECT_TRUE(o.pods.empty());
 }
 
+/// The master pod ended at `at` (its container's finishedAt), as the kubelet reports it.
+void master_ended(Observed& o, const std::string& pod, Clock::time_point at) {
+  set_phase(o, pod, "Succeeded");
+  for (auto& p : o.pods) {
+    if (p["metadata"]["name"] == pod)
+      p["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = format_time(at);
+  }
+}
+
+// The pods' watch can bring the master's end before the ConfigMaps' watch brings its result (a
+// cut stream being resumed): the run waits for the result, then fails only past the grace.
+TEST(Reconciler, MastersResultMayArriveAfterItsEnd) {
+  Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
+  apply(o, reconcile(o));
+  all_running(o);
+  apply(o, reconcile(o));
+  master_ended(o, "bj-r0-a0-master", o.now);
+  o.now += std::chrono::seconds(5);
+  Decision d = reconcile(o);
+  apply(o, d);
+  EXPECT_EQ(o.job["status"]["runs"][0]["attempt"], 0) << "not restarted while the result may be on its way";
+  ASSERT_TRUE(d.requeue_after.has_value());
+  EXPECT_LE(*d.requeue_after, std::chrono::milliseconds(25'100));
+  deliver_result(o, 0, 0, 1);
+  apply(o, reconcile(o));
+  EXPECT_EQ(o.job["status"]["runs"][0]["phase"], "Succeeded");
+
+  Observed late{job_object(), {}, {}, {}, false, false, false, t0()};
+  apply(late, reconcile(late));
+  all_running(late);
+  apply(late, reconcile(late));
+  master_ended(late, "bj-r0-a0-master", late.now);
+  late.now += std::chrono::seconds(31);
+  apply(late, reconcile(late));
+  EXPECT_EQ(late.job["status"]["runs"][0]["attempt"], 1);
+  EXPECT_NE(late.job["status"]["runs"][0]["message"].get<std::string>().find("ended without delivering a result"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace trainbench::op
