@@ -613,15 +613,21 @@ void master_ended(Observed& o, const std::string& pod, Clock::time_point at) {
   }
 }
 
-// The pods' watch can bring the master's end before the ConfigMaps' watch brings its result (a
-// cut stream being resumed): the run waits for the result, then fails only past the grace.
-TEST(Reconciler, MastersResultMayArriveAfterItsEnd) {
+/// Run 0's pods running, then its master ended without a result; `later` has passed since.
+Observed master_ended_without_result(std::chrono::seconds later) {
   Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
   apply(o, reconcile(o));
   all_running(o);
   apply(o, reconcile(o));
   master_ended(o, "bj-r0-a0-master", o.now);
-  o.now += std::chrono::seconds(5);
+  o.now += later;
+  return o;
+}
+
+// The pods' watch can bring the master's end before the ConfigMaps' watch brings its result (a
+// cut stream being resumed): the run waits for the result, then fails only past the grace.
+TEST(Reconciler, MastersResultMayArriveAfterItsEnd) {
+  Observed o = master_ended_without_result(std::chrono::seconds(5));
   Decision d = reconcile(o);
   apply(o, d);
   EXPECT_EQ(o.job["status"]["runs"][0]["attempt"], 0) << "not restarted while the result may be on its way";
@@ -631,12 +637,7 @@ TEST(Reconciler, MastersResultMayArriveAfterItsEnd) {
   apply(o, reconcile(o));
   EXPECT_EQ(o.job["status"]["runs"][0]["phase"], "Succeeded");
 
-  Observed late{job_object(), {}, {}, {}, false, false, false, t0()};
-  apply(late, reconcile(late));
-  all_running(late);
-  apply(late, reconcile(late));
-  master_ended(late, "bj-r0-a0-master", late.now);
-  late.now += std::chrono::seconds(31);
+  Observed late = master_ended_without_result(std::chrono::seconds(31));
   apply(late, reconcile(late));
   EXPECT_EQ(late.job["status"]["runs"][0]["attempt"], 1);
   EXPECT_NE(late.job["status"]["runs"][0]["message"].get<std::string>().find("ended without delivering a result"),
