@@ -10,8 +10,8 @@
 #include <string>
 
 #include "fuzz/fuzz_util.hpp"
-#include "operator/kube/base64.hpp"
-#include "operator/kube/errors.hpp"
+#include "kube/base64.hpp"
+#include "kube/errors.hpp"
 
 namespace {
 

@@ -13,10 +13,10 @@
 
 #include "fuzz/fuzz_util.hpp"
 #include "operator/controller/cache_transforms.hpp"
-#include "operator/kube/cache.hpp"
-#include "operator/kube/errors.hpp"
-#include "operator/kube/resource.hpp"
-#include "operator/kube/watch.hpp"
+#include "kube/cache.hpp"
+#include "kube/errors.hpp"
+#include "kube/resource.hpp"
+#include "kube/watch.hpp"
 
 namespace {
 

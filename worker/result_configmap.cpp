@@ -4,9 +4,9 @@
 #include <iostream>
 #include <thread>
 
-#include "operator/kube/client.hpp"
-#include "operator/kube/config.hpp"
-#include "operator/kube/errors.hpp"
+#include "kube/client.hpp"
+#include "kube/config.hpp"
+#include "kube/errors.hpp"
 
 namespace trainbench::worker {
 

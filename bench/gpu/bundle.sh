@@ -12,7 +12,7 @@ cmake --build "$build" --target trainbench trainbench_core trainbench_telemetry 
   trainbench_worker_metrics trainbench_kube >/dev/null
 rm -rf "$out"
 mkdir -p "$out/lib" "$out/include" "$out/bin"
-for a in core/libtrainbench_core.a operator/kube/libtrainbench_kube.a telemetry/libtrainbench_telemetry.a \
+for a in core/libtrainbench_core.a kube/libtrainbench_kube.a telemetry/libtrainbench_telemetry.a \
          worker/libtrainbench_worker_support.a worker/libtrainbench_worker_metrics.a; do
   strip --strip-debug -o "$out/lib/$(basename "$a")" "$build/$a"
 done

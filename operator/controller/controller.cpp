@@ -6,7 +6,7 @@
 
 #include "operator/controller/cache_transforms.hpp"
 #include "operator/controller/naming.hpp"
-#include "operator/kube/errors.hpp"
+#include "kube/errors.hpp"
 
 namespace trainbench::op {
 namespace {

@@ -11,8 +11,8 @@
 #include "operator/controller/own_writes.hpp"
 #include "operator/controller/reconciler.hpp"
 #include "operator/controller/work_queue.hpp"
-#include "operator/kube/client.hpp"
-#include "operator/kube/reflector.hpp"
+#include "kube/client.hpp"
+#include "kube/reflector.hpp"
 
 namespace trainbench::op {
 

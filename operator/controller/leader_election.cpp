@@ -4,7 +4,7 @@
 #include <ctime>
 #include <iostream>
 
-#include "operator/kube/errors.hpp"
+#include "kube/errors.hpp"
 
 namespace trainbench::op {
 namespace {

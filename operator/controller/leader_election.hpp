@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "operator/kube/client.hpp"
+#include "kube/client.hpp"
 
 namespace trainbench::op {
 

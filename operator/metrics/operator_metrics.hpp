@@ -10,7 +10,7 @@
 #include <string>
 
 #include "operator/controller/controller_metrics.hpp"
-#include "operator/kube/request_info.hpp"
+#include "kube/request_info.hpp"
 
 namespace prometheus {
 class Registry;
