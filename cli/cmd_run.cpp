@@ -202,7 +202,7 @@ int cmd_run(const std::vector<std::string>& args) {
     pr.number = static_cast<int>(i) + 1;
     pr.count = static_cast<int>(runs.size());
     pr.label = run.label();
-    pr.model = run.paradigm == "allreduce" ? "(communication only)" : run.model;
+    pr.model = !trains_model(run.paradigm) ? "(communication only)" : run.model;
     pr.world_size = run.process_count();  // processes started (hybrid-ps: trainers + parameter servers)
     pr.warmup_steps = run.warmup_steps;
     display.begin(pr);
