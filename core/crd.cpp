@@ -13,8 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr long long kInt32Max = std::numeric_limits<std::int32_t>::max();
-
 std::string join(const std::vector<std::string>& items, const std::string& sep) {
   std::string out;
   for (const auto& i : items) out += (out.empty() ? "" : sep) + i;
@@ -33,11 +31,10 @@ json enum_t(const std::vector<std::string>& values, const std::string& descripti
   return j;
 }
 
-/// A 32-bit integer within [min, max] (core reads these as int and rejects anything wider).
-json int_t(const std::string& description, long long min, long long max = kInt32Max,
-           const std::optional<long long>& dflt = std::nullopt) {
-  json j = {{"type", "integer"}, {"format", "int32"}, {"minimum", min}, {"maximum", max},
-            {"description", description}};
+/// A 32-bit integer within `r` (core reads these as int and rejects anything wider).
+json int_t(const std::string& description, IntRange r, const std::optional<long long>& dflt = std::nullopt) {
+  json j = {
+      {"type", "integer"}, {"format", "int32"}, {"minimum", r.min}, {"maximum", r.max}, {"description", description}};
   if (dflt) j["default"] = *dflt;
   return j;
 }
@@ -70,12 +67,12 @@ json map_t(const std::string& description, json values) {
 
 json bounded_string_t(int max_length) { return {{"type", "string"}, {"maxLength", max_length}}; }
 
-/// A list of 32-bit integers >= 1 (layer widths, block indices), at most `max_items` long.
-json int_list_t(const std::string& description, int max_items) {
+/// A list of 32-bit integers in `item` (layer widths, block indices), at most `max_items` long.
+json int_list_t(const std::string& description, int max_items, IntRange item) {
   return {{"type", "array"},
           {"description", description},
           {"maxItems", max_items},
-          {"items", {{"type", "integer"}, {"format", "int32"}, {"minimum", 1}, {"maximum", kInt32Max}}}};
+          {"items", {{"type", "integer"}, {"format", "int32"}, {"minimum", item.min}, {"maximum", item.max}}}};
 }
 
 json label_value_t() {
@@ -88,7 +85,7 @@ json quantity_t() {
           {"x-kubernetes-int-or-string", true},
           {"maxLength", kMaxQuantityLength},
           {"pattern", kQuantityPattern},
-          {"minimum", 0}};
+          {"minimum", bounds::kMinQuantity}};
 }
 
 /// A list of Kubernetes objects kept verbatim; `required` string fields must be there.
@@ -120,10 +117,16 @@ std::string field_or(const std::string& obj, const std::string& field, const std
 
 std::string cel_string(const std::string& s) { return "'" + s + "'"; }
 
+/// A closed set's value as a CEL string literal ('ddp'): the rules spell values as core does.
+template <typename E>
+std::string cel_value(E v) {
+  return cel_string(to_string(v));
+}
+
 json transformer_schema() {
   const TransformerSpec t;
   auto knob = [](const std::string& what, int dflt) {
-    return int_t(what + "; 0 keeps the model's preset.", 0, kInt32Max, dflt);
+    return int_t(what + "; 0 keeps the model's preset.", bounds::kTransformerSize, dflt);
   };
   return object_t(
       "Size overrides of bert-base and gpt2-small (presets: 12 layers, hidden 768, 12 heads, intermediate 3072; "
@@ -139,8 +142,8 @@ json transformer_schema() {
 json mlstm_schema() {
   const MlstmSpec m;
   return object_t("The multiplicative LSTM of the scaling note (byte-level, vocab 256).",
-                  {{"hiddenSize", int_t("Hidden (and memory) size.", 1, kInt32Max, m.hidden_size)},
-                   {"embeddingSize", int_t("Byte embedding size.", 1, kInt32Max, m.embedding_size)}});
+                  {{"hiddenSize", int_t("Hidden (and memory) size.", bounds::kMlstmSize, m.hidden_size)},
+                   {"embeddingSize", int_t("Byte embedding size.", bounds::kMlstmSize, m.embedding_size)}});
 }
 
 json hybrid_embedding_schema() {
@@ -148,15 +151,16 @@ json hybrid_embedding_schema() {
   return object_t(
       "The DDP + RPC benchmark's HybridModel: numTables EmbeddingBags (sum), concatenated, then Linear layers "
       "denseSizes... -> numClasses.",
-      {{"numTables", int_t("Embedding tables (one per parameter server in the seed).", 1, kInt32Max, h.num_tables)},
-       {"numEmbeddings", int_t("Rows per table.", 1, kInt32Max, h.num_embeddings)},
-       {"embeddingDim", int_t("Columns per table.", 1, kInt32Max, h.embedding_dim)},
-       {"bagSize", int_t("Indices per bag (one bag per example and table).", 1, kInt32Max, h.bag_size)},
+      {{"numTables",
+        int_t("Embedding tables (one per parameter server in the seed).", bounds::kEmbeddingSize, h.num_tables)},
+       {"numEmbeddings", int_t("Rows per table.", bounds::kEmbeddingSize, h.num_embeddings)},
+       {"embeddingDim", int_t("Columns per table.", bounds::kEmbeddingSize, h.embedding_dim)},
+       {"bagSize", int_t("Indices per bag (one bag per example and table).", bounds::kEmbeddingSize, h.bag_size)},
        {"denseSizes", with_default(int_list_t("Hidden widths of the dense part (ReLU after the second layer, as in "
                                               "the seed).",
-                                              kMaxLayerListItems),
+                                              kMaxLayerListItems, bounds::kLayerWidth),
                                    h.dense_sizes)},
-       {"numClasses", int_t("Output classes.", 2, kInt32Max, h.num_classes)}});
+       {"numClasses", int_t("Output classes.", bounds::kNumClasses, h.num_classes)}});
 }
 
 json allreduce_schema() {
@@ -183,11 +187,12 @@ json benchmark_schema() {
   const BenchmarkSpec b;
   const MlpSpec m;
   const DdpSpec d;
-  json mlp =
-      object_t("Shape of the mlp model: inputSize -> hiddenSizes... -> numClasses, ReLU between layers.",
-               {{"inputSize", int_t("Input features.", 1, kInt32Max, m.input_size)},
-                {"hiddenSizes", with_default(int_list_t("Hidden layer widths.", kMaxLayerListItems), m.hidden_sizes)},
-                {"numClasses", int_t("Output classes.", 2, kInt32Max, m.num_classes)}});
+  json mlp = object_t(
+      "Shape of the mlp model: inputSize -> hiddenSizes... -> numClasses, ReLU between layers.",
+      {{"inputSize", int_t("Input features.", bounds::kInputSize, m.input_size)},
+       {"hiddenSizes",
+        with_default(int_list_t("Hidden layer widths.", kMaxLayerListItems, bounds::kLayerWidth), m.hidden_sizes)},
+       {"numClasses", int_t("Output classes.", bounds::kNumClasses, m.num_classes)}});
   json ddp = object_t(
       "DistributedDataParallel settings.",
       {{"bucketCapMB", positive_number("Gradient bucket size in MB, as DDP's bucket_cap_mb.", d.bucket_cap_mb)},
@@ -208,24 +213,26 @@ json benchmark_schema() {
                            "hybrid-ps: model hybrid-embedding, its dense part replicated with DDP over the trainers, "
                            "its embedding rows sharded over parameter servers (the DDP + RPC benchmark).",
                            to_string(b.paradigm))},
-       {"batchSizePerDevice", int_t("Examples per rank per step.", 1, 65536, b.batch_size_per_device)},
+       {"batchSizePerDevice",
+        int_t("Examples per rank per step.", bounds::kBatchSizePerDevice, b.batch_size_per_device)},
        {"precision", enum_t(known_precisions(),
                             "Training precision: fp32; amp-bf16 (autocast to bfloat16, CPU or GPU); amp-fp16 "
                             "(autocast to float16 with dynamic loss scaling, GPU only).",
                             to_string(b.precision))},
-       {"warmupSteps", int_t("Steps run before timing starts.", 0, kInt32Max, b.warmup_steps)},
-       {"measureSteps", int_t("Timed steps per repeat.", 1, kInt32Max, b.measure_steps)},
-       {"repeats", int_t("Rounds of measureSteps; the report shows the median over rounds.", 1, 1000, b.repeats)},
+       {"warmupSteps", int_t("Steps run before timing starts.", bounds::kWarmupSteps, b.warmup_steps)},
+       {"measureSteps", int_t("Timed steps per repeat.", bounds::kMeasureSteps, b.measure_steps)},
+       {"repeats",
+        int_t("Rounds of measureSteps; the report shows the median over rounds.", bounds::kRepeats, b.repeats)},
        {"seed",
         {{"type", "integer"},
          {"format", "int64"},
-         {"minimum", 0},
+         {"minimum", bounds::kSeed.min},
          {"default", b.seed},
          {"description", "Seed of model initialisation and synthetic data."}}},
        {"learningRate", positive_number("Learning rate of the optimizer.", b.learning_rate)},
-       {"threadsPerProcess",
-        int_t("Intra-op threads per rank; 0: the node's cores / ranks per node.", 0, 1024, b.threads_per_process)},
-       {"imageSize", int_t("Input height and width of the image models.", 32, 1024, b.image_size)},
+       {"threadsPerProcess", int_t("Intra-op threads per rank; 0: the node's cores / ranks per node.",
+                                   bounds::kThreadsPerProcess, b.threads_per_process)},
+       {"imageSize", int_t("Input height and width of the image models.", bounds::kImageSize, b.image_size)},
        {"mlp", mlp},
        {"ddp", ddp},
        {"optimizer", enum_t(known_optimizers(),
@@ -234,15 +241,15 @@ json benchmark_schema() {
        {"pipeline",
         object_t("paradigms pipeline and model-parallel: the model as a sequence of blocks split into one stage "
                  "per rank.",
-                 {{"microBatches", int_t("pipeline: micro-batches per step (GPipe); model-parallel uses 1.", 1, 65536,
-                                         b.pipeline.micro_batches)},
+                 {{"microBatches", int_t("pipeline: micro-batches per step (GPipe); model-parallel uses 1.",
+                                         bounds::kMicroBatches, b.pipeline.micro_batches)},
                   {"boundaries",
                    int_list_t("Index of the first block of stages 1..S-1 (S = nodes x devicesPerNode), each below "
                               "the model's block count; unset: balanced by parameter count.",
-                              kMaxBoundaries)}})},
+                              kMaxBoundaries, bounds::kBoundary)}})},
        {"sequenceLength",
-        int_t("Tokens per sequence of bert-base, gpt2-small and mlstm (their ex/sec counts sequences).", 1, 65536,
-              b.sequence_length)},
+        int_t("Tokens per sequence of bert-base, gpt2-small and mlstm (their ex/sec counts sequences).",
+              bounds::kSequenceLength, b.sequence_length)},
        {"transformer", transformer_schema()},
        {"mlstm", mlstm_schema()},
        {"hybridEmbedding", hybrid_embedding_schema()},
@@ -252,22 +259,22 @@ json benchmark_schema() {
                  {{"parameterServers",
                    int_t("Parameter-server processes; each owns a contiguous range of every table's rows (at most "
                          "hybridEmbedding.numEmbeddings).",
-                         kMinParameterServers, kMaxParameterServers, b.hybrid_ps.parameter_servers)}})}});
+                         bounds::kParameterServers, b.hybrid_ps.parameter_servers)}})}});
   // model: required unless every run is allreduce (spec's rule)
 }
 
 json sweep_schema() {
   const SweepEntry e;
-  json item = object_t(
-      "One run: a cluster shape, optionally overriding spec.benchmark.",
-      {{"nodes", int_t("Machines (M in the row label); one trainer pod each.", 1, kInt32Max, e.nodes)},
-       {"devicesPerNode",
-        int_t("Processes per machine, one per device (G in the row label).", 1, kInt32Max, e.devices_per_node)},
-       {"paradigm", enum_t(known_paradigms(), "Overrides spec.benchmark.paradigm for this run.")},
-       {"bucketCapMB", positive_number("Overrides spec.benchmark.ddp.bucketCapMB for this run.")},
-       {"parameterServers",
-        int_t("paradigm hybrid-ps only: overrides spec.benchmark.hybridPs.parameterServers for this run.",
-              kMinParameterServers, kMaxParameterServers)}});
+  json item =
+      object_t("One run: a cluster shape, optionally overriding spec.benchmark.",
+               {{"nodes", int_t("Machines (M in the row label); one trainer pod each.", bounds::kNodes, e.nodes)},
+                {"devicesPerNode", int_t("Processes per machine, one per device (G in the row label).",
+                                         bounds::kDevicesPerNode, e.devices_per_node)},
+                {"paradigm", enum_t(known_paradigms(), "Overrides spec.benchmark.paradigm for this run.")},
+                {"bucketCapMB", positive_number("Overrides spec.benchmark.ddp.bucketCapMB for this run.")},
+                {"parameterServers",
+                 int_t("paradigm hybrid-ps only: overrides spec.benchmark.hybridPs.parameterServers for this run.",
+                       bounds::kParameterServers)}});
   item["x-kubernetes-validations"] = json::array(
       {cel(field_or("self", "nodes", std::to_string(e.nodes)) + " * " +
                field_or("self", "devicesPerNode", std::to_string(e.devices_per_node)) +
@@ -275,7 +282,7 @@ json sweep_schema() {
            "nodes x devicesPerNode must be <= " + std::to_string(kMaxWorldSize))});
   return {{"type", "array"},
           {"description", "One run per entry, in order; speedup and efficiency are against the one-device run."},
-          {"minItems", 1},
+          {"minItems", kMinSweepEntries},
           {"maxItems", kMaxSweepEntries},
           {"items", item}};
 }
@@ -287,7 +294,7 @@ json template_schema() {
       "Merged by the operator into every pod it creates (masters and trainers).",
       {{"image",
         {{"type", "string"},
-         {"minLength", 1},
+         {"minLength", kMinImageLength},
          {"maxLength", kMaxImageLength},
          {"default", t.image},
          {"description", "Worker image."}}},
@@ -326,14 +333,14 @@ json run_policy_schema() {
   const RunPolicy p;
   return object_t("How runs are bounded, restarted and cleaned up.",
                   {{"activeDeadlineSeconds", int_t("A job still going after this many seconds fails; 0: no deadline.",
-                                                   0, kInt32Max, p.active_deadline_seconds)},
-                   {"collectiveTimeoutSeconds", int_t("Rendezvous and collective timeout inside the workers.", 1,
-                                                      kInt32Max, p.collective_timeout_seconds)},
+                                                   bounds::kActiveDeadlineSeconds, p.active_deadline_seconds)},
+                   {"collectiveTimeoutSeconds", int_t("Rendezvous and collective timeout inside the workers.",
+                                                      bounds::kCollectiveTimeoutSeconds, p.collective_timeout_seconds)},
                    {"backoffLimit", int_t("Whole-run restarts (new attempts) after a failed pod before the job fails.",
-                                          0, kInt32Max, p.backoff_limit)},
+                                          bounds::kBackoffLimit, p.backoff_limit)},
                    {"schedulingTimeoutSeconds",
-                    int_t("All pods of a run must be Running within this, or the run fails naming the pending pods.", 1,
-                          kInt32Max, p.scheduling_timeout_seconds)},
+                    int_t("All pods of a run must be Running within this, or the run fails naming the pending pods.",
+                          bounds::kSchedulingTimeoutSeconds, p.scheduling_timeout_seconds)},
                    {"cleanPodPolicy",
                     enum_t(known_clean_pod_policies(), "Pods deleted when a run ends: All, only Running ones, or None.",
                            to_string(p.clean_pod_policy))}});
@@ -347,7 +354,7 @@ json spec_schema() {
                         {"device", enum_t(known_devices(), "Where the workers train.", to_string(j.device))},
                         {"backend", enum_t(known_backends(), "Collective backend; unset: gloo on cpu, nccl on cuda.")},
                         {"masterPort", int_t("MASTER_PORT of every run (the rendezvous store on the master pod).",
-                                             kMinMasterPort, kMaxMasterPort, j.master_port)},
+                                             bounds::kMasterPort, j.master_port)},
                         {"runPolicy", run_policy_schema()},
                         {"template", template_schema()},
                         {"nccl", nccl_schema()}},
@@ -357,32 +364,31 @@ json spec_schema() {
   const std::string paradigm =
       "(has(e.paradigm) ? e.paradigm : (has(self.benchmark) && has(self.benchmark.paradigm) ? "
       "self.benchmark.paradigm : " +
-      cel_string(to_string(b.paradigm)) + "))";
+      cel_value(b.paradigm) + "))";
+  const std::string device = field_or("self", "device", cel_value(j.device));
   spec["x-kubernetes-validations"] = json::array(
-      {cel("!has(self.backend) || self.backend != 'nccl' || " +
-               field_or("self", "device", cel_string(to_string(j.device))) + " == 'cuda'",
+      {cel("!has(self.backend) || self.backend != " + cel_value(Backend::kNccl) + " || " + device +
+               " == " + cel_value(Device::kCuda),
            "spec.backend: nccl needs spec.device cuda"),
-       cel("!has(self.sweep) || self.sweep.all(e, " + paradigm + " != 'none' || (" +
+       cel("!has(self.sweep) || self.sweep.all(e, " + paradigm + " != " + cel_value(Paradigm::kNone) + " || (" +
                field_or("e", "nodes", std::to_string(e.nodes)) + " == 1 && " +
                field_or("e", "devicesPerNode", std::to_string(e.devices_per_node)) + " == 1))",
            "spec.sweep: paradigm none runs on exactly one device (nodes 1, devicesPerNode 1)"),
-       cel("!has(self.benchmark.precision) || self.benchmark.precision != 'amp-fp16' || " +
-               field_or("self", "device", cel_string(to_string(j.device))) + " == 'cuda'",
+       cel("!has(self.benchmark.precision) || self.benchmark.precision != " + cel_value(Precision::kAmpFp16) + " || " +
+               device + " == " + cel_value(Device::kCuda),
            "spec.benchmark.precision: amp-fp16 needs spec.device cuda"),
        cel("!has(self.benchmark) || has(self.benchmark.model) || (has(self.sweep) && size(self.sweep) > 0 && "
            "self.sweep.all(e, " +
-               paradigm + " == 'allreduce'))",
+               paradigm + " == " + cel_value(Paradigm::kAllreduce) + "))",
            "spec.benchmark.model: is required unless every run is paradigm allreduce"),
-       cel("!has(self.sweep) || self.sweep.all(e, !has(e.parameterServers) || " + paradigm + " == 'hybrid-ps')",
+       cel("!has(self.sweep) || self.sweep.all(e, !has(e.parameterServers) || " + paradigm +
+               " == " + cel_value(Paradigm::kHybridPs) + ")",
            "spec.sweep: parameterServers is only for paradigm hybrid-ps"),
-       cel("!has(self.sweep) || self.sweep.all(e, " + paradigm +
-               " != 'hybrid-ps' || (has(self.benchmark) && "
-               "has(self.benchmark.model) && self.benchmark.model == 'hybrid-embedding'))",
+       cel("!has(self.sweep) || self.sweep.all(e, " + paradigm + " != " + cel_value(Paradigm::kHybridPs) +
+               " || (has(self.benchmark) && has(self.benchmark.model) && self.benchmark.model == 'hybrid-embedding'))",
            "spec.benchmark.model: paradigm hybrid-ps needs model hybrid-embedding"),
-       cel("!has(self.sweep) || " + field_or("self", "device", cel_string(to_string(j.device))) +
-               " == 'cpu' || "
-               "self.sweep.all(e, " +
-               paradigm + " != 'hybrid-ps')",
+       cel("!has(self.sweep) || " + device + " == " + cel_value(Device::kCpu) + " || self.sweep.all(e, " + paradigm +
+               " != " + cel_value(Paradigm::kHybridPs) + ")",
            "spec.device: paradigm hybrid-ps runs on cpu (gloo)")});
   return spec;
 }

@@ -8,7 +8,7 @@
 namespace trainbench {
 
 /// The BenchmarkJob CustomResourceDefinition, built from core's own allowed values, limits and
-/// defaults (core/spec.hpp), so the API server and `trainbench validate` agree. docs/crd.md.
+/// defaults (core/spec.hpp, core/spec_bounds.hpp), so the API server and `trainbench validate` agree. docs/crd.md.
 inline constexpr const char* kCrdGroup = "trainbench.dev";
 inline constexpr const char* kCrdVersion = "v1alpha1";
 inline constexpr const char* kCrdPlural = "benchmarkjobs";

@@ -5,7 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "core/spec_error.hpp"
+#include "core/spec_messages.hpp"
 
 namespace trainbench::json_fields {
 namespace {
@@ -37,9 +37,7 @@ const nlohmann::json& member(const nlohmann::json& obj, const std::string& key, 
 
 void fail_not_one_of(const std::string& path, const std::string& key, const std::string& text,
                      const std::vector<std::string>& allowed) {
-  std::string list;
-  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-  fail(child(path, key), "must be one of [" + list + "], got \"" + printable(text) + "\"");
+  fail(child(path, key), spec_messages::one_of_message(allowed, text));
 }
 
 std::string get_string(const nlohmann::json& obj, const std::string& key, const std::string& path) {

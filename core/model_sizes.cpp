@@ -116,33 +116,31 @@ HybridEmbeddingSpec hybrid_embedding_spec_from_json(const nlohmann::json& j, con
 std::vector<FieldError> validate_model_sizes(const BenchmarkSpec& b) {
   std::vector<FieldError> errors;
   const std::string bp = "spec.benchmark";
-  auto at_least = [&errors](const std::string& path, long long v, long long min) {
-    if (v < min) errors.push_back({path, "must be >= " + std::to_string(min) + ", got " + std::to_string(v)});
+  auto in_range = [&errors](const std::string& path, long long v, IntRange r) {
+    if (v < r.min) errors.push_back({path, "must be >= " + std::to_string(r.min) + ", got " + std::to_string(v)});
+    if (v > r.max) errors.push_back({path, "must be <= " + std::to_string(r.max) + ", got " + std::to_string(v)});
   };
-  auto at_most = [&errors](const std::string& path, long long v, long long max) {
-    if (v > max) errors.push_back({path, "must be <= " + std::to_string(max) + ", got " + std::to_string(v)});
-  };
-  at_least(bp + ".sequenceLength", b.sequence_length, 1);
-  at_most(bp + ".sequenceLength", b.sequence_length, 65536);
+  using namespace bounds;
+  in_range(bp + ".sequenceLength", b.sequence_length, kSequenceLength);
   const TransformerSpec& t = b.transformer;
   const std::string tp = bp + ".transformer";
-  at_least(tp + ".layers", t.layers, 0);
-  at_least(tp + ".hidden", t.hidden, 0);
-  at_least(tp + ".heads", t.heads, 0);
-  at_least(tp + ".intermediate", t.intermediate, 0);
-  at_least(tp + ".vocabSize", t.vocab_size, 0);
-  at_least(tp + ".maxPositions", t.max_positions, 0);
-  at_least(bp + ".mlstm.hiddenSize", b.mlstm.hidden_size, 1);
-  at_least(bp + ".mlstm.embeddingSize", b.mlstm.embedding_size, 1);
+  in_range(tp + ".layers", t.layers, kTransformerSize);
+  in_range(tp + ".hidden", t.hidden, kTransformerSize);
+  in_range(tp + ".heads", t.heads, kTransformerSize);
+  in_range(tp + ".intermediate", t.intermediate, kTransformerSize);
+  in_range(tp + ".vocabSize", t.vocab_size, kTransformerSize);
+  in_range(tp + ".maxPositions", t.max_positions, kTransformerSize);
+  in_range(bp + ".mlstm.hiddenSize", b.mlstm.hidden_size, kMlstmSize);
+  in_range(bp + ".mlstm.embeddingSize", b.mlstm.embedding_size, kMlstmSize);
   const HybridEmbeddingSpec& h = b.hybrid_embedding;
   const std::string hp = bp + ".hybridEmbedding";
-  at_least(hp + ".numTables", h.num_tables, 1);
-  at_least(hp + ".numEmbeddings", h.num_embeddings, 1);
-  at_least(hp + ".embeddingDim", h.embedding_dim, 1);
-  at_least(hp + ".bagSize", h.bag_size, 1);
-  at_least(hp + ".numClasses", h.num_classes, 2);
+  in_range(hp + ".numTables", h.num_tables, kEmbeddingSize);
+  in_range(hp + ".numEmbeddings", h.num_embeddings, kEmbeddingSize);
+  in_range(hp + ".embeddingDim", h.embedding_dim, kEmbeddingSize);
+  in_range(hp + ".bagSize", h.bag_size, kEmbeddingSize);
+  in_range(hp + ".numClasses", h.num_classes, kNumClasses);
   for (std::size_t i = 0; i < h.dense_sizes.size(); ++i) {
-    at_least(hp + ".denseSizes[" + std::to_string(i) + "]", h.dense_sizes[i], 1);
+    in_range(hp + ".denseSizes[" + std::to_string(i) + "]", h.dense_sizes[i], kLayerWidth);
   }
   const bool sizes_ok = b.sequence_length >= 1 && t.layers >= 0 && t.hidden >= 0 && t.heads >= 0 &&
                         t.intermediate >= 0 && t.vocab_size >= 0 && t.max_positions >= 0;

@@ -1,5 +1,9 @@
 #pragma once
 
+// The BenchmarkJob document as types. Read from YAML by core/spec_parse.cpp, checked by
+// core/spec_validate.cpp, written as JSON by core/spec_serialize.cpp; its bounds and allowed
+// values are core/spec_bounds.hpp's, its closed sets core/vocabulary.hpp's and core/paradigm.hpp's.
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -10,6 +14,7 @@
 
 #include "core/allreduce.hpp"
 #include "core/paradigm.hpp"
+#include "core/spec_bounds.hpp"
 #include "core/spec_error.hpp"
 
 namespace trainbench {
@@ -73,10 +78,6 @@ struct PipelineSpec {
 struct HybridPsSpec {
   int parameter_servers = 8;  ///< the seed's default; a sweep entry's parameterServers overrides it
 };
-
-/// Bounds of parameterServers (spec and sweep entries).
-inline constexpr int kMinParameterServers = 1;
-inline constexpr int kMaxParameterServers = 256;
 
 struct BenchmarkSpec {
   std::string model;                 ///< required: mlp, resnet18, resnet50, ...
@@ -166,57 +167,6 @@ struct BenchmarkJob {
   PodTemplate pod_template;          ///< spec.template
   NcclSpec nccl;
 };
-
-/// Allowed values, shared by validation, docs and the CRD schema (core/crd.cpp); the enums'
-/// lists are views of their tables (core/vocabulary.hpp, core/paradigm.hpp).
-const std::vector<std::string>& known_models();
-const std::vector<std::string>& known_paradigms();
-const std::vector<std::string>& known_precisions();
-const std::vector<std::string>& known_compressions();
-const std::vector<std::string>& known_optimizers();        ///< sgd, adam
-const std::vector<std::string>& known_devices();           ///< cpu, cuda
-const std::vector<std::string>& known_backends();          ///< gloo, nccl
-const std::vector<std::string>& known_pull_policies();     ///< Always, IfNotPresent, Never
-const std::vector<std::string>& known_clean_pod_policies();///< All, Running, None
-const std::vector<std::string>& known_nccl_debug_levels(); ///< VERSION, WARN, INFO, TRACE
-
-/// Limits and patterns, shared by validation and the CRD schema. Patterns are ECMAScript and
-/// RE2 alike (std::regex here, Go's regexp in the API server).
-inline constexpr int kMaxSweepEntries = 64;
-inline constexpr int kMaxWorldSize = 4096;
-inline constexpr int kMinMasterPort = 1024;
-inline constexpr int kMaxMasterPort = 65535;
-/// metadata.name: an RFC 1035 label short enough for the operator's per-run Service "NAME-r63".
-inline constexpr int kMaxJobNameLength = 59;
-inline constexpr const char* kJobNamePattern = "^[a-z]([-a-z0-9]*[a-z0-9])?$";
-/// A non-negative Kubernetes resource quantity ("8", "500m", "4Gi", "1e3").
-inline constexpr const char* kQuantityPattern =
-    "^\\+?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$";
-/// A label value (also nodeSelector values): empty, or alphanumerics with -_. inside, <= 63.
-inline constexpr int kMaxLabelValueLength = 63;
-inline constexpr const char* kLabelValuePattern = "^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$";
-/// A ServiceAccount name: an RFC 1123 subdomain.
-inline constexpr const char* kDnsSubdomainPattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
-/// An environment variable name in spec.nccl.extraEnv (a C identifier).
-inline constexpr const char* kEnvNamePattern = "^[A-Za-z_][A-Za-z0-9_]*$";
-
-/// Bounds of every string, list and map of the spec (Kubernetes API conventions ask for one on
-/// each): core refuses past them and core/crd.cpp writes the same numbers into the CRD as
-/// maxLength, maxItems and maxProperties. Lengths count characters (code points), as the API
-/// server's maxLength does. No pattern runs on a string before its length is checked.
-inline constexpr int kMaxDocumentBytes = 1 << 20;  ///< a whole spec file or object
-inline constexpr int kMaxNamespaceLength = 63;     ///< an RFC 1123 label
-inline constexpr int kMaxImageLength = 1024;       ///< spec.template.image
-inline constexpr int kMaxServiceAccountNameLength = 253;
-inline constexpr int kMaxQuantityLength = 64;             ///< resources.limits / requests values
-inline constexpr int kMaxAnnotationValueLength = 4096;    ///< metadata and template annotations
-inline constexpr int kMaxEnvValueLength = 4096;           ///< spec.nccl.extraEnv values
-inline constexpr int kMaxEnvNameLength = 128;             ///< spec.nccl.extraEnv names
-inline constexpr int kMaxSocketIfnameLength = 256;        ///< spec.nccl.socketIfname
-inline constexpr int kMaxMapEntries = 64;                 ///< labels, annotations, nodeSelector, extraEnv, resources
-inline constexpr int kMaxPodListItems = 64;               ///< tolerations, volumes, volumeMounts, env
-inline constexpr int kMaxLayerListItems = 64;             ///< mlp.hiddenSizes, hybridEmbedding.denseSizes
-inline constexpr int kMaxBoundaries = kMaxWorldSize - 1;  ///< pipeline.boundaries: one per stage after the first
 
 /// Parses one YAML (or JSON) document into a BenchmarkJob, applies defaults and validates it.
 /// Unknown fields are rejected. Throws SpecError naming every bad field.

@@ -23,6 +23,7 @@
 
 #include "core/crd.hpp"
 #include "core/spec.hpp"
+#include "core/spec_bounds.hpp"
 #include "core/yaml_json.hpp"
 #include "tests/core/spec_corpus.hpp"
 #include "tests/crd/schema_validator.hpp"
@@ -700,6 +701,89 @@ TEST(Crd, LengthAndSizeBoundsAreCores) {
          }
        });
   EXPECT_GE(probed, 12);
+}
+
+// ---- the bounds table: core/spec_bounds.hpp states every bound once, the CRD repeats none ----
+
+/// The schema node of a spec_field_bounds() path ("spec.sweep[].nodes", "spec.template.labels.*"),
+/// or nullptr when the schema has no such field.
+const json* schema_node_at(const std::string& path) {
+  const json* node = &schema();
+  std::stringstream parts(path);
+  std::string part;
+  while (std::getline(parts, part, '.')) {
+    const bool items = part.size() > 2 && part.compare(part.size() - 2, 2, "[]") == 0;
+    if (items) part.resize(part.size() - 2);
+    if (part == "*") {
+      if (!node->contains("additionalProperties")) return nullptr;
+      node = &node->at("additionalProperties");
+    } else {
+      if (!node->contains("properties") || !node->at("properties").contains(part)) return nullptr;
+      node = &node->at("properties").at(part);
+    }
+    if (items) {
+      if (!node->contains("items")) return nullptr;
+      node = &node->at("items");
+    }
+  }
+  return node;
+}
+
+/// `key` of `node` as the table states it: absent in both, or equal.
+void expect_keyword(const json& node, const char* key, const std::optional<long long>& want, const std::string& path) {
+  if (!want) {
+    EXPECT_FALSE(node.contains(key)) << path << ": the CRD has " << key << " " << node.value(key, json()).dump()
+                                     << " that core/spec_bounds.hpp does not state";
+    return;
+  }
+  ASSERT_TRUE(node.contains(key)) << path << ": the CRD has no " << key << " (core: " << *want << ")";
+  EXPECT_EQ(node.at(key).get<long long>(), *want) << path << " " << key;
+}
+
+TEST(CrdBounds, EveryTableBoundIsTheCrds) {
+  const auto& table = spec_field_bounds();
+  EXPECT_GE(table.size(), 60u);
+  std::set<std::string> paths;
+  for (const FieldBound& f : table) {
+    EXPECT_TRUE(paths.insert(f.path).second) << "two entries for " << f.path;
+    const json* node = schema_node_at(f.path);
+    ASSERT_NE(node, nullptr) << f.path << ": not in the CRD";
+    expect_keyword(*node, "minimum", f.minimum, f.path);
+    expect_keyword(*node, "maximum", f.maximum, f.path);
+    EXPECT_EQ(node->value("exclusiveMinimum", false), f.exclusive_minimum) << f.path;
+    expect_keyword(*node, "maxItems", f.max_items, f.path);
+    expect_keyword(*node, "maxProperties", f.max_properties, f.path);
+    if (f.allowed.empty()) {
+      expect_keyword(*node, "maxLength", f.max_length, f.path);
+      EXPECT_FALSE(node->contains("enum") && node->at("enum").at(0).is_string()) << f.path << ": an enum core lacks";
+    } else {
+      EXPECT_EQ(node->at("enum"), json(f.allowed)) << f.path;
+    }
+  }
+}
+
+/// The other way round: every bound the CRD states under spec (and metadata.name) is in the table.
+TEST(CrdBounds, EveryCrdBoundIsInTheTable) {
+  std::set<std::string> paths;
+  for (const FieldBound& f : spec_field_bounds()) paths.insert(f.path);
+  int checked = 0;
+  for (const char* root : {"spec", "metadata"}) {
+    walk(schema().at("properties").at(root), json::json_pointer("/" + std::string(root)),
+         [&](const json::json_pointer& p, const json& node) {
+           const bool string_enum = node.contains("enum") && node.at("enum").at(0).is_string();
+           const bool bounded = node.contains("minimum") || node.contains("maximum") || node.contains("maxItems") ||
+                                node.contains("maxProperties") || string_enum ||
+                                (node.contains("maxLength") && !node.contains("enum"));
+           if (!bounded) return;
+           // "/spec/sweep/0/nodes" -> "spec.sweep[].nodes"; map values walk() names "cpu" -> "*"
+           std::string path = field_of(p);
+           path = std::regex_replace(path, std::regex(R"(\[0\])"), "[]");
+           path = std::regex_replace(path, std::regex(R"(\.cpu$)"), ".*");
+           ++checked;
+           EXPECT_TRUE(paths.count(path) > 0) << path << ": a bound in the CRD that core/spec_bounds.hpp does not list";
+         });
+  }
+  EXPECT_GE(checked, 60);
 }
 
 }  // namespace
