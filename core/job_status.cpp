@@ -13,11 +13,11 @@ using nlohmann::json;
 
 namespace {
 
-// Each enum's texts, indexed by its value (the enums list their values in this order).
-const std::vector<std::string> kJobPhases{"Pending", "Running", "Succeeded", "Failed", "Invalid"};
-const std::vector<std::string> kRunPhases{"Pending", "Starting", "Running", "Restarting", "Succeeded", "Failed"};
-const std::vector<std::string> kConditionTypes{"Invalid", "Running", "Succeeded", "Failed"};
-const std::vector<std::string> kConditionStatuses{"True", "False", "Unknown"};
+/// ConditionStatus's texts, as the *_names() below.
+const std::vector<std::string>& condition_status_names() {
+  static const std::vector<std::string> names{"True", "False", "Unknown"};
+  return names;
+}
 
 template <typename Enum>
 std::string name_of(const std::vector<std::string>& names, Enum value) {
@@ -60,21 +60,37 @@ void put(json& j, const char* key, const std::optional<T>& value) {
 
 }  // namespace
 
-std::string to_string(JobPhase p) { return name_of(kJobPhases, p); }
-std::string to_string(RunPhase p) { return name_of(kRunPhases, p); }
-std::string to_string(ConditionType t) { return name_of(kConditionTypes, t); }
-std::string to_string(ConditionStatus s) { return name_of(kConditionStatuses, s); }
-std::optional<JobPhase> job_phase_from_string(const std::string& text) { return value_of<JobPhase>(kJobPhases, text); }
-std::optional<RunPhase> run_phase_from_string(const std::string& text) { return value_of<RunPhase>(kRunPhases, text); }
+// Each enum's texts, indexed by its value (the enums list their values in this order); function
+// statics, as other translation units' static initialisers may ask for them.
+const std::vector<std::string>& job_phase_names() {
+  static const std::vector<std::string> names{"Pending", "Running", "Succeeded", "Failed", "Invalid"};
+  return names;
+}
+const std::vector<std::string>& run_phase_names() {
+  static const std::vector<std::string> names{"Pending", "Starting", "Running", "Restarting", "Succeeded", "Failed"};
+  return names;
+}
+const std::vector<std::string>& condition_type_names() {
+  static const std::vector<std::string> names{"Invalid", "Running", "Succeeded", "Failed"};
+  return names;
+}
+
+std::string to_string(JobPhase p) { return name_of(job_phase_names(), p); }
+std::string to_string(RunPhase p) { return name_of(run_phase_names(), p); }
+std::string to_string(ConditionType t) { return name_of(condition_type_names(), t); }
+std::string to_string(ConditionStatus s) { return name_of(condition_status_names(), s); }
+std::optional<JobPhase> job_phase_from_string(const std::string& text) {
+  return value_of<JobPhase>(job_phase_names(), text);
+}
+std::optional<RunPhase> run_phase_from_string(const std::string& text) {
+  return value_of<RunPhase>(run_phase_names(), text);
+}
 std::optional<ConditionType> condition_type_from_string(const std::string& text) {
-  return value_of<ConditionType>(kConditionTypes, text);
+  return value_of<ConditionType>(condition_type_names(), text);
 }
 std::optional<ConditionStatus> condition_status_from_string(const std::string& text) {
-  return value_of<ConditionStatus>(kConditionStatuses, text);
+  return value_of<ConditionStatus>(condition_status_names(), text);
 }
-const std::vector<std::string>& job_phase_names() { return kJobPhases; }
-const std::vector<std::string>& run_phase_names() { return kRunPhases; }
-const std::vector<std::string>& condition_type_names() { return kConditionTypes; }
 
 const Condition* BenchmarkJobStatus::condition(ConditionType type) const {
   for (const auto& c : conditions) {
@@ -149,8 +165,8 @@ json to_json(const BenchmarkJobStatus& s) {
 Condition condition_from_json(const json& j, const std::string& path) {
   jf::require_object(j, path);
   Condition c;
-  c.type = get_enum<ConditionType>(j, "type", path, kConditionTypes, "condition type");
-  c.status = get_enum<ConditionStatus>(j, "status", path, kConditionStatuses, "condition status");
+  c.type = get_enum<ConditionType>(j, "type", path, condition_type_names(), "condition type");
+  c.status = get_enum<ConditionStatus>(j, "status", path, condition_status_names(), "condition status");
   c.reason = jf::get_string(j, "reason", path);
   c.message = jf::get_string(j, "message", path);
   c.last_transition_time = jf::get_string(j, "lastTransitionTime", path);
@@ -163,7 +179,7 @@ RunStatus run_status_from_json(const json& j, const std::string& path) {
   RunStatus r;
   r.index = jf::get_int32(j, "index", path);
   r.label = jf::get_string(j, "label", path);
-  r.phase = get_enum<RunPhase>(j, "phase", path, kRunPhases, "run phase");
+  r.phase = get_enum<RunPhase>(j, "phase", path, run_phase_names(), "run phase");
   r.attempt = jf::get_int32(j, "attempt", path);
   r.restarts = jf::get_int32(j, "restarts", path);
   r.pods_created = optional_field(j, "podsCreated", path, jf::get_bool);
@@ -212,7 +228,7 @@ Report status_report_from_json(const json& j, const std::string& path) {
 BenchmarkJobStatus job_status_from_json(const json& j, const std::string& path) {
   jf::require_object(j, path);
   BenchmarkJobStatus s;
-  if (jf::has(j, "phase")) s.phase = get_enum<JobPhase>(j, "phase", path, kJobPhases, "job phase");
+  if (jf::has(j, "phase")) s.phase = get_enum<JobPhase>(j, "phase", path, job_phase_names(), "job phase");
   s.conditions = list_field(j, "conditions", path, condition_from_json);
   s.observed_generation = optional_field(j, "observedGeneration", path, jf::get_int);
   s.runs_total = optional_field(j, "runsTotal", path, jf::get_int32);
