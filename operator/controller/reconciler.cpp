@@ -201,7 +201,7 @@ class Reconcile {
 
   /// No pod keeps running after the job ends; finished pods go too under cleanPodPolicy All.
   void clean_up_finished_job() {
-    if (clean_pod_policy() == "All") {
+    if (clean_pod_policy() == CleanPodPolicy::kAll) {
       delete_pods(o_.pods, job_selector());
       return;
     }
@@ -214,7 +214,9 @@ class Reconcile {
   // ---- the current run ----
 
   /// cleanPodPolicy, also for a job whose spec no longer parses (then the default, All).
-  std::string clean_pod_policy() const { return parsed_ ? parsed_->run_policy.clean_pod_policy : "All"; }
+  CleanPodPolicy clean_pod_policy() const {
+    return parsed_ ? parsed_->run_policy.clean_pod_policy : CleanPodPolicy::kAll;
+  }
 
   void progress(const BenchmarkJob& spec) {
     const RunPolicy& pol = spec.run_policy;
@@ -296,7 +298,7 @@ class Reconcile {
       rs.completion_time = now_;
       emit("Normal", "RunSucceeded", "run " + std::to_string(run.index) + " (" + rs.label + ") succeeded",
            run_key(run.index, -1));
-      if (clean_pod_policy() == "All") {
+      if (clean_pod_policy() == CleanPodPolicy::kAll) {
         delete_pods(pods_of(run.index, -1), run_selector(run.index));
       } else {
         for (const auto& p : pods_of(run.index, -1)) {
