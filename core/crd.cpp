@@ -479,9 +479,9 @@ json printer_column(const std::string& name, const std::string& type, const std:
 }  // namespace
 
 // The status vocabulary is core/job_status.hpp's: the CRD's enums are its texts.
-const std::vector<std::string>& known_job_phases() { return job_phase_names(); }
-const std::vector<std::string>& known_run_phases() { return run_phase_names(); }
-const std::vector<std::string>& known_condition_types() { return condition_type_names(); }
+const std::vector<std::string>& known_job_phases() { return allowed_texts<JobPhase>(); }
+const std::vector<std::string>& known_run_phases() { return allowed_texts<RunPhase>(); }
+const std::vector<std::string>& known_condition_types() { return allowed_texts<ConditionType>(); }
 
 nlohmann::json benchmarkjob_schema() {
   json metadata = {{"type", "object"},

@@ -13,33 +13,13 @@ using nlohmann::json;
 
 namespace {
 
-/// ConditionStatus's texts, as the *_names() below.
-const std::vector<std::string>& condition_status_names() {
-  static const std::vector<std::string> names{"True", "False", "Unknown"};
-  return names;
-}
-
-template <typename Enum>
-std::string name_of(const std::vector<std::string>& names, Enum value) {
-  return names.at(static_cast<std::size_t>(value));
-}
-
-template <typename Enum>
-std::optional<Enum> value_of(const std::vector<std::string>& names, const std::string& text) {
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    if (names[i] == text) return static_cast<Enum>(i);
-  }
-  return std::nullopt;
-}
-
 std::string child(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
 
 /// The enum value the string field `key` names; throws "<path>.<key>: unknown <what> "<text>"".
 template <typename Enum>
-Enum get_enum(const json& obj, const std::string& key, const std::string& path, const std::vector<std::string>& names,
-              const std::string& what) {
+Enum get_enum(const json& obj, const std::string& key, const std::string& path, const std::string& what) {
   const std::string text = jf::get_string(obj, key, path);
-  const auto value = value_of<Enum>(names, text);
+  const auto value = parse_enum<Enum>(text);
   if (!value) throw std::runtime_error(child(path, key) + ": unknown " + what + " \"" + printable(text) + "\"");
   return *value;
 }
@@ -59,38 +39,6 @@ void put(json& j, const char* key, const std::optional<T>& value) {
 }
 
 }  // namespace
-
-// Each enum's texts, indexed by its value (the enums list their values in this order); function
-// statics, as other translation units' static initialisers may ask for them.
-const std::vector<std::string>& job_phase_names() {
-  static const std::vector<std::string> names{"Pending", "Running", "Succeeded", "Failed", "Invalid"};
-  return names;
-}
-const std::vector<std::string>& run_phase_names() {
-  static const std::vector<std::string> names{"Pending", "Starting", "Running", "Restarting", "Succeeded", "Failed"};
-  return names;
-}
-const std::vector<std::string>& condition_type_names() {
-  static const std::vector<std::string> names{"Invalid", "Running", "Succeeded", "Failed"};
-  return names;
-}
-
-std::string to_string(JobPhase p) { return name_of(job_phase_names(), p); }
-std::string to_string(RunPhase p) { return name_of(run_phase_names(), p); }
-std::string to_string(ConditionType t) { return name_of(condition_type_names(), t); }
-std::string to_string(ConditionStatus s) { return name_of(condition_status_names(), s); }
-std::optional<JobPhase> job_phase_from_string(const std::string& text) {
-  return value_of<JobPhase>(job_phase_names(), text);
-}
-std::optional<RunPhase> run_phase_from_string(const std::string& text) {
-  return value_of<RunPhase>(run_phase_names(), text);
-}
-std::optional<ConditionType> condition_type_from_string(const std::string& text) {
-  return value_of<ConditionType>(condition_type_names(), text);
-}
-std::optional<ConditionStatus> condition_status_from_string(const std::string& text) {
-  return value_of<ConditionStatus>(condition_status_names(), text);
-}
 
 const Condition* BenchmarkJobStatus::condition(ConditionType type) const {
   for (const auto& c : conditions) {
@@ -165,8 +113,8 @@ json to_json(const BenchmarkJobStatus& s) {
 Condition condition_from_json(const json& j, const std::string& path) {
   jf::require_object(j, path);
   Condition c;
-  c.type = get_enum<ConditionType>(j, "type", path, condition_type_names(), "condition type");
-  c.status = get_enum<ConditionStatus>(j, "status", path, condition_status_names(), "condition status");
+  c.type = get_enum<ConditionType>(j, "type", path, "condition type");
+  c.status = get_enum<ConditionStatus>(j, "status", path, "condition status");
   c.reason = jf::get_string(j, "reason", path);
   c.message = jf::get_string(j, "message", path);
   c.last_transition_time = jf::get_string(j, "lastTransitionTime", path);
@@ -179,7 +127,7 @@ RunStatus run_status_from_json(const json& j, const std::string& path) {
   RunStatus r;
   r.index = jf::get_int32(j, "index", path);
   r.label = jf::get_string(j, "label", path);
-  r.phase = get_enum<RunPhase>(j, "phase", path, run_phase_names(), "run phase");
+  r.phase = get_enum<RunPhase>(j, "phase", path, "run phase");
   r.attempt = jf::get_int32(j, "attempt", path);
   r.restarts = jf::get_int32(j, "restarts", path);
   r.pods_created = optional_field(j, "podsCreated", path, jf::get_bool);
@@ -228,7 +176,7 @@ Report status_report_from_json(const json& j, const std::string& path) {
 BenchmarkJobStatus job_status_from_json(const json& j, const std::string& path) {
   jf::require_object(j, path);
   BenchmarkJobStatus s;
-  if (jf::has(j, "phase")) s.phase = get_enum<JobPhase>(j, "phase", path, job_phase_names(), "job phase");
+  if (jf::has(j, "phase")) s.phase = get_enum<JobPhase>(j, "phase", path, "job phase");
   s.conditions = list_field(j, "conditions", path, condition_from_json);
   s.observed_generation = optional_field(j, "observedGeneration", path, jf::get_int);
   s.runs_total = optional_field(j, "runsTotal", path, jf::get_int32);

@@ -9,6 +9,7 @@
 // knows it, so to_json(from_json(j)) == j for every status the operator writes: the reconciler
 // compares the two to decide whether to write status at all.
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -18,33 +19,58 @@
 
 #include "core/report.hpp"
 #include "core/run_result.hpp"
+#include "core/vocabulary.hpp"
 
 namespace trainbench {
 
-enum class JobPhase { Pending, Running, Succeeded, Failed, Invalid };
-enum class RunPhase { Pending, Starting, Running, Restarting, Succeeded, Failed };
-/// The condition types the operator sets on a job.
-enum class ConditionType { Invalid, Running, Succeeded, Failed };
-enum class ConditionStatus { True, False, Unknown };
+// Each closed set is one table of texts (core/vocabulary.hpp): to_string(v), parse_enum<E>(text)
+// and allowed_texts<E>() (the CRD's enums) are views of it.
 
-/// The text each value is written as ("Running"), and the value a text names (nullopt if none).
-std::string to_string(JobPhase p);
-std::string to_string(RunPhase p);
-std::string to_string(ConditionType t);
-std::string to_string(ConditionStatus s);
-std::optional<JobPhase> job_phase_from_string(const std::string& text);
-std::optional<RunPhase> run_phase_from_string(const std::string& text);
-std::optional<ConditionType> condition_type_from_string(const std::string& text);
-std::optional<ConditionStatus> condition_status_from_string(const std::string& text);
-/// Every value's text, in declaration order (the CRD's enums, core/crd.cpp).
-const std::vector<std::string>& job_phase_names();
-const std::vector<std::string>& run_phase_names();
-const std::vector<std::string>& condition_type_names();
+/// status.phase.
+enum class JobPhase { kPending, kRunning, kSucceeded, kFailed, kInvalid };
+template <>
+struct Spellings<JobPhase> {
+  static constexpr std::array<Spelling<JobPhase>, 5> table{{{JobPhase::kPending, "Pending"},
+                                                            {JobPhase::kRunning, "Running"},
+                                                            {JobPhase::kSucceeded, "Succeeded"},
+                                                            {JobPhase::kFailed, "Failed"},
+                                                            {JobPhase::kInvalid, "Invalid"}}};
+};
+
+/// status.runs[].phase.
+enum class RunPhase { kPending, kStarting, kRunning, kRestarting, kSucceeded, kFailed };
+template <>
+struct Spellings<RunPhase> {
+  static constexpr std::array<Spelling<RunPhase>, 6> table{{{RunPhase::kPending, "Pending"},
+                                                            {RunPhase::kStarting, "Starting"},
+                                                            {RunPhase::kRunning, "Running"},
+                                                            {RunPhase::kRestarting, "Restarting"},
+                                                            {RunPhase::kSucceeded, "Succeeded"},
+                                                            {RunPhase::kFailed, "Failed"}}};
+};
+
+/// status.conditions[].type: the conditions the operator sets on a job.
+enum class ConditionType { kInvalid, kRunning, kSucceeded, kFailed };
+template <>
+struct Spellings<ConditionType> {
+  static constexpr std::array<Spelling<ConditionType>, 4> table{{{ConditionType::kInvalid, "Invalid"},
+                                                                 {ConditionType::kRunning, "Running"},
+                                                                 {ConditionType::kSucceeded, "Succeeded"},
+                                                                 {ConditionType::kFailed, "Failed"}}};
+};
+
+/// status.conditions[].status.
+enum class ConditionStatus { kTrue, kFalse, kUnknown };
+template <>
+struct Spellings<ConditionStatus> {
+  static constexpr std::array<Spelling<ConditionStatus>, 3> table{
+      {{ConditionStatus::kTrue, "True"}, {ConditionStatus::kFalse, "False"}, {ConditionStatus::kUnknown, "Unknown"}}};
+};
 
 /// A condition as the Kubernetes API conventions have it (metav1.Condition).
 struct Condition {
-  ConditionType type = ConditionType::Running;
-  ConditionStatus status = ConditionStatus::Unknown;
+  ConditionType type = ConditionType::kRunning;
+  ConditionStatus status = ConditionStatus::kUnknown;
   std::string reason;                               ///< CamelCase, e.g. RunsInProgress
   std::string message;                              ///< for people
   std::string last_transition_time;                 ///< RFC 3339: when `status` last changed
@@ -55,7 +81,7 @@ struct Condition {
 struct RunStatus {
   int index = 0;      ///< position in spec.sweep
   std::string label;  ///< "1 CPU -- no ddp"
-  RunPhase phase = RunPhase::Pending;
+  RunPhase phase = RunPhase::kPending;
   int attempt = 0;                                ///< 0-based; bumped by a restart
   int restarts = 0;                               ///< whole-run restarts so far
   std::optional<bool> pods_created;               ///< the current attempt's pods were created (absent before the first)

@@ -103,7 +103,7 @@ std::string pending_reason(const json& pod) {
 
 Condition condition(ConditionType type, bool status, const std::string& reason, const std::string& message,
                     const std::string& now, std::int64_t generation) {
-  return {type, status ? ConditionStatus::True : ConditionStatus::False, reason, message, now, generation};
+  return {type, status ? ConditionStatus::kTrue : ConditionStatus::kFalse, reason, message, now, generation};
 }
 
 /// The status the job holds: none yet reads as empty; one this operator cannot read throws,
@@ -161,7 +161,7 @@ class Reconcile {
       invalid(e.summary(kMaxConditionMessageLength));  // any spec, however large: a message the CRD takes
       return finish();
     }
-    if (status_.phase == JobPhase::Succeeded || status_.phase == JobPhase::Failed) {
+    if (status_.phase == JobPhase::kSucceeded || status_.phase == JobPhase::kFailed) {
       clean_up_finished_job();
       return finish();
     }
@@ -173,28 +173,28 @@ class Reconcile {
   // ---- whole-job transitions ----
 
   void invalid(const std::string& why) {
-    if (status_.phase != JobPhase::Invalid) emit("Warning", "InvalidSpec", why, "g" + std::to_string(generation_));
-    status_.phase = JobPhase::Invalid;
-    status_.set_condition(condition(ConditionType::Invalid, true, "InvalidSpec", why, now_, generation_));
+    if (status_.phase != JobPhase::kInvalid) emit("Warning", "InvalidSpec", why, "g" + std::to_string(generation_));
+    status_.phase = JobPhase::kInvalid;
+    status_.set_condition(condition(ConditionType::kInvalid, true, "InvalidSpec", why, now_, generation_));
     // An invalid job runs nothing: stop whatever an earlier, valid generation started.
     delete_pods(o_.pods, job_selector());
   }
 
   void fail_job(const std::string& reason, const std::string& message) {
-    status_.phase = JobPhase::Failed;
+    status_.phase = JobPhase::kFailed;
     status_.completion_time = now_;
-    status_.set_condition(condition(ConditionType::Running, false, reason, message, now_, generation_));
-    status_.set_condition(condition(ConditionType::Failed, true, reason, message, now_, generation_));
+    status_.set_condition(condition(ConditionType::kRunning, false, reason, message, now_, generation_));
+    status_.set_condition(condition(ConditionType::kFailed, true, reason, message, now_, generation_));
     emit("Warning", "JobFailed", message, "");
     clean_up_finished_job();
   }
 
   void succeed_job() {
-    status_.phase = JobPhase::Succeeded;
+    status_.phase = JobPhase::kSucceeded;
     status_.completion_time = now_;
     const std::string msg = "all " + std::to_string(runs_total_) + " runs succeeded";
-    status_.set_condition(condition(ConditionType::Running, false, "JobSucceeded", msg, now_, generation_));
-    status_.set_condition(condition(ConditionType::Succeeded, true, "JobSucceeded", msg, now_, generation_));
+    status_.set_condition(condition(ConditionType::kRunning, false, "JobSucceeded", msg, now_, generation_));
+    status_.set_condition(condition(ConditionType::kSucceeded, true, "JobSucceeded", msg, now_, generation_));
     emit("Normal", "JobSucceeded", msg, "");
     clean_up_finished_job();
   }
@@ -251,7 +251,7 @@ class Reconcile {
 
   void init_status(const std::vector<RunConfig>& runs) {
     if (!status_.start_time) status_.start_time = now_;
-    status_.phase = JobPhase::Running;
+    status_.phase = JobPhase::kRunning;
     status_.runs_total = runs_total_;
     if (status_.runs.size() != runs.size()) {
       status_.runs.clear();
@@ -263,9 +263,9 @@ class Reconcile {
       }
     }
     status_.set_condition(
-        condition(ConditionType::Running, true, "RunsInProgress", "running the sweep", now_, generation_));
+        condition(ConditionType::kRunning, true, "RunsInProgress", "running the sweep", now_, generation_));
     status_.set_condition(
-        condition(ConditionType::Invalid, false, "SpecValid", "the spec is valid", now_, generation_));
+        condition(ConditionType::kInvalid, false, "SpecValid", "the spec is valid", now_, generation_));
   }
 
   RunStatus& run_status(int index) { return status_.runs.at(static_cast<std::size_t>(index)); }
@@ -294,7 +294,7 @@ class Reconcile {
         rs.message = std::string("unreadable result: ") + e.what();
         return false;
       }
-      rs.phase = RunPhase::Succeeded;
+      rs.phase = RunPhase::kSucceeded;
       rs.completion_time = now_;
       emit("Normal", "RunSucceeded", "run " + std::to_string(run.index) + " (" + rs.label + ") succeeded",
            run_key(run.index, -1));
@@ -362,7 +362,7 @@ class Reconcile {
       if (present.count(name) == 0) d_.actions.push_back({Action::Verb::Create, "pods", name, want, "", {}});
     }
     rs.pods_created = true;
-    rs.phase = RunPhase::Starting;
+    rs.phase = RunPhase::kStarting;
     rs.attempt_start_time = now_;
     if (!rs.start_time) rs.start_time = now_;
     emit("Normal", "RunStarted",
@@ -381,7 +381,7 @@ class Reconcile {
       if (ph != "Running" && ph != "Succeeded") waiting.push_back(pending_reason(p));
     }
     if (waiting.empty()) {
-      rs.phase = RunPhase::Running;
+      rs.phase = RunPhase::kRunning;
       return;
     }
     const auto since = parse_time(rs.attempt_start_time.value_or("")).value_or(o_.now);
@@ -391,7 +391,7 @@ class Reconcile {
       for (const auto& w : waiting) list += (list.empty() ? "" : ", ") + w;
       const std::string why =
           "pods not running after " + std::to_string(pol.scheduling_timeout_seconds) + " s: " + list;
-      rs.phase = RunPhase::Failed;
+      rs.phase = RunPhase::kFailed;
       rs.completion_time = now_;
       rs.message = why;
       emit("Warning", "RunFailed", "run " + std::to_string(run.index) + ": " + why, run_key(run.index, rs.attempt));
@@ -438,7 +438,7 @@ class Reconcile {
       rs.restarts = restarts + 1;
       rs.attempt += 1;
       rs.pods_created = false;
-      rs.phase = RunPhase::Restarting;
+      rs.phase = RunPhase::kRestarting;
       rs.message = failure;
       emit("Warning", "RunRestarted",
            "run " + std::to_string(run.index) + " restarted (" + std::to_string(restarts + 1) + "/" +
@@ -447,7 +447,7 @@ class Reconcile {
       requeue(std::chrono::seconds(1));
       return;
     }
-    rs.phase = RunPhase::Failed;
+    rs.phase = RunPhase::kFailed;
     rs.completion_time = now_;
     rs.message = failure;
     emit("Warning", "RunFailed", "run " + std::to_string(run.index) + " failed: " + failure,

@@ -4,8 +4,10 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/job_status.hpp"
+#include "core/paradigm.hpp"
 #include "core/rank_summary.hpp"
 #include "core/report.hpp"
 
@@ -21,7 +23,7 @@ RunReport succeeded_run(int index, int world) {
   r.devices_label = std::to_string(world) + " CPUs";
   r.world_size = world;
   r.devices_per_node = world;
-  r.paradigm = world == 1 ? "none" : "ddp";
+  r.paradigm = world == 1 ? Paradigm::kNone : Paradigm::kDdp;
   r.sec_per_iter = {0.1, 0.2, 0.3, 0.4};
   r.examples_per_sec = {80, 40, 26.5, 20};
   r.repeats = {r.sec_per_iter};
@@ -52,10 +54,10 @@ EnvironmentInfo environment() {
 /// Every field set, as a finished two-run job's status (the second run compacted to a rank summary).
 BenchmarkJobStatus full_status() {
   BenchmarkJobStatus s;
-  s.phase = JobPhase::Succeeded;
-  s.conditions = {{ConditionType::Running, ConditionStatus::False, "JobSucceeded", "all 2 runs succeeded",
+  s.phase = JobPhase::kSucceeded;
+  s.conditions = {{ConditionType::kRunning, ConditionStatus::kFalse, "JobSucceeded", "all 2 runs succeeded",
                    "2026-11-22T10:05:00Z", 3},
-                  {ConditionType::Succeeded, ConditionStatus::True, "JobSucceeded", "all 2 runs succeeded",
+                  {ConditionType::kSucceeded, ConditionStatus::kTrue, "JobSucceeded", "all 2 runs succeeded",
                    "2026-11-22T10:05:00Z", 3}};
   s.observed_generation = 3;
   s.runs_total = 2;
@@ -65,7 +67,7 @@ BenchmarkJobStatus full_status() {
     RunStatus r;
     r.index = i;
     r.label = "run " + std::to_string(i);
-    r.phase = RunPhase::Succeeded;
+    r.phase = RunPhase::kSucceeded;
     r.attempt = i;
     r.restarts = i;
     r.pods_created = true;
@@ -124,8 +126,8 @@ TEST(JobStatus, EveryFieldRoundTripsUnderItsApiName) {
 
   const BenchmarkJobStatus back = job_status_from_json(j);
   EXPECT_EQ(to_json(back), j);
-  EXPECT_EQ(back.phase, JobPhase::Succeeded);
-  EXPECT_EQ(back.runs[1].phase, RunPhase::Succeeded);
+  EXPECT_EQ(back.phase, JobPhase::kSucceeded);
+  EXPECT_EQ(back.runs[1].phase, RunPhase::kSucceeded);
   EXPECT_EQ(back.runs[1].pods_created, true);
   EXPECT_EQ(back.runs[1].attempt_start_time, "2026-11-22T10:01:00Z");
   ASSERT_TRUE(back.runs[1].summary && back.runs[1].summary->rank_summary);
@@ -163,7 +165,7 @@ TEST(JobStatus, WhatIsNotKnownYetIsLeftOut) {
   restarting.pods_created = false;
   EXPECT_EQ(to_json(run_status_from_json(to_json(restarting), "runs[1]"))["podsCreated"], false);
 
-  Condition c{ConditionType::Invalid, ConditionStatus::Unknown, "Checking", "", "2026-11-22T10:00:00Z", std::nullopt};
+  Condition c{ConditionType::kInvalid, ConditionStatus::kUnknown, "Checking", "", "2026-11-22T10:00:00Z", std::nullopt};
   EXPECT_FALSE(to_json(c).contains("observedGeneration"));
   EXPECT_EQ(to_json(condition_from_json(to_json(c), "c")), to_json(c));
 }
@@ -214,30 +216,45 @@ TEST(JobStatus, ReaderNamesTheMissingOrMistypedField) {
 
 TEST(JobStatus, SetConditionKeepsTheTransitionTimeWhileTheStatusHolds) {
   BenchmarkJobStatus s;
-  s.set_condition({ConditionType::Running, ConditionStatus::True, "RunsInProgress", "a", "2026-11-22T10:00:00Z", 1});
-  s.set_condition({ConditionType::Invalid, ConditionStatus::False, "SpecValid", "ok", "2026-11-22T10:00:00Z", 1});
-  s.set_condition({ConditionType::Running, ConditionStatus::True, "RunsInProgress", "b", "2026-11-22T10:01:00Z", 2});
+  s.set_condition({ConditionType::kRunning, ConditionStatus::kTrue, "RunsInProgress", "a", "2026-11-22T10:00:00Z", 1});
+  s.set_condition({ConditionType::kInvalid, ConditionStatus::kFalse, "SpecValid", "ok", "2026-11-22T10:00:00Z", 1});
+  s.set_condition({ConditionType::kRunning, ConditionStatus::kTrue, "RunsInProgress", "b", "2026-11-22T10:01:00Z", 2});
   ASSERT_EQ(s.conditions.size(), 2u);
   EXPECT_EQ(s.conditions[0].last_transition_time, "2026-11-22T10:00:00Z") << "status unchanged: time kept";
   EXPECT_EQ(s.conditions[0].message, "b");
   EXPECT_EQ(s.conditions[0].observed_generation, 2);
-  s.set_condition({ConditionType::Running, ConditionStatus::False, "JobSucceeded", "c", "2026-11-22T10:02:00Z", 2});
+  s.set_condition({ConditionType::kRunning, ConditionStatus::kFalse, "JobSucceeded", "c", "2026-11-22T10:02:00Z", 2});
   EXPECT_EQ(s.conditions[0].last_transition_time, "2026-11-22T10:02:00Z") << "status changed: time moves";
-  ASSERT_NE(s.condition(ConditionType::Invalid), nullptr);
-  EXPECT_EQ(s.condition(ConditionType::Invalid)->reason, "SpecValid");
-  EXPECT_EQ(s.condition(ConditionType::Failed), nullptr);
+  ASSERT_NE(s.condition(ConditionType::kInvalid), nullptr);
+  EXPECT_EQ(s.condition(ConditionType::kInvalid)->reason, "SpecValid");
+  EXPECT_EQ(s.condition(ConditionType::kFailed), nullptr);
+}
+
+/// Every value of E round-trips through its one text, in the order `texts` gives (the CRD's).
+template <typename E>
+void expect_texts(const std::vector<E>& values, const std::vector<std::string>& texts) {
+  ASSERT_EQ(Spellings<E>::table.size(), values.size()) << "a value is missing from the test or the table";
+  EXPECT_EQ(allowed_texts<E>(), texts);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    EXPECT_EQ(to_string(values[i]), texts.at(i));
+    EXPECT_EQ(parse_enum<E>(texts.at(i)), values[i]);
+  }
+  EXPECT_FALSE(parse_enum<E>("").has_value());
 }
 
 TEST(JobStatus, EachValueHasOneText) {
-  for (const auto& name : job_phase_names()) EXPECT_EQ(to_string(*job_phase_from_string(name)), name);
-  for (const auto& name : run_phase_names()) EXPECT_EQ(to_string(*run_phase_from_string(name)), name);
-  for (const auto& name : condition_type_names()) EXPECT_EQ(to_string(*condition_type_from_string(name)), name);
-  EXPECT_EQ(to_string(JobPhase::Invalid), "Invalid");
-  EXPECT_EQ(to_string(RunPhase::Restarting), "Restarting");
-  EXPECT_EQ(to_string(ConditionStatus::Unknown), "Unknown");
-  EXPECT_EQ(condition_status_from_string("True"), ConditionStatus::True);
-  EXPECT_FALSE(job_phase_from_string("").has_value());
-  EXPECT_FALSE(run_phase_from_string("succeeded").has_value());
+  expect_texts<JobPhase>(
+      {JobPhase::kPending, JobPhase::kRunning, JobPhase::kSucceeded, JobPhase::kFailed, JobPhase::kInvalid},
+      {"Pending", "Running", "Succeeded", "Failed", "Invalid"});
+  expect_texts<RunPhase>({RunPhase::kPending, RunPhase::kStarting, RunPhase::kRunning, RunPhase::kRestarting,
+                          RunPhase::kSucceeded, RunPhase::kFailed},
+                         {"Pending", "Starting", "Running", "Restarting", "Succeeded", "Failed"});
+  expect_texts<ConditionType>(
+      {ConditionType::kInvalid, ConditionType::kRunning, ConditionType::kSucceeded, ConditionType::kFailed},
+      {"Invalid", "Running", "Succeeded", "Failed"});
+  expect_texts<ConditionStatus>({ConditionStatus::kTrue, ConditionStatus::kFalse, ConditionStatus::kUnknown},
+                                {"True", "False", "Unknown"});
+  EXPECT_FALSE(parse_enum<RunPhase>("succeeded").has_value()) << "case-sensitive, as the API server's enum";
 }
 
 }  // namespace

@@ -657,13 +657,13 @@ BenchmarkJobStatus typed_status(const Observed& o) {
 TEST(Reconciler, StatusReadsBackTypedAndUnchanged) {
   Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
   apply(o, reconcile(o));
-  EXPECT_EQ(typed_status(o).runs.at(0).phase, RunPhase::Starting);
+  EXPECT_EQ(typed_status(o).runs.at(0).phase, RunPhase::kStarting);
   all_running(o);
   apply(o, reconcile(o));
   set_phase(o, trainer_pod_name("bj", 0, 0, 0), "Failed", 1);
   apply(o, reconcile(o));
   BenchmarkJobStatus st = typed_status(o);
-  EXPECT_EQ(st.runs.at(0).phase, RunPhase::Restarting);
+  EXPECT_EQ(st.runs.at(0).phase, RunPhase::kRestarting);
   EXPECT_EQ(st.runs.at(0).pods_created, false);
   apply(o, reconcile(o));
   all_running(o);
@@ -676,10 +676,10 @@ TEST(Reconciler, StatusReadsBackTypedAndUnchanged) {
   deliver_result(o, 1, 0, 4);
   apply(o, reconcile(o));
   st = typed_status(o);
-  EXPECT_EQ(st.phase, JobPhase::Succeeded);
+  EXPECT_EQ(st.phase, JobPhase::kSucceeded);
   EXPECT_EQ(st.runs_done, 2);
-  ASSERT_NE(st.condition(ConditionType::Succeeded), nullptr);
-  EXPECT_EQ(st.condition(ConditionType::Succeeded)->status, ConditionStatus::True);
+  ASSERT_NE(st.condition(ConditionType::kSucceeded), nullptr);
+  EXPECT_EQ(st.condition(ConditionType::kSucceeded)->status, ConditionStatus::kTrue);
   ASSERT_TRUE(st.report.has_value());
   EXPECT_EQ(st.report->runs.size(), 2u);
   EXPECT_EQ(st.runs.at(0).restarts, 1);
@@ -719,7 +719,7 @@ TEST(Reconciler, ResultWithAnUnreadableEnvironmentStillSucceeds) {
   }
   apply(o, reconcile(o));
   const BenchmarkJobStatus st = typed_status(o);
-  EXPECT_EQ(st.runs.at(0).phase, RunPhase::Succeeded);
+  EXPECT_EQ(st.runs.at(0).phase, RunPhase::kSucceeded);
   EXPECT_FALSE(st.runs.at(0).environment.has_value());
   EXPECT_EQ(st.runs_done, 1);
 }
