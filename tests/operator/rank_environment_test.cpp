@@ -1,13 +1,16 @@
 // One rank environment: every example job's runs give each rank the same torchrun variables
 // whether `trainbench run` starts it (the local executor) or the operator does (its pod
-// manifests, plus `trainbench node-launch` inside a trainer pod). Cases are the files under
-// examples/ (listed when ctest runs, so a new example is picked up without a rebuild) and one
-// two-node hybrid-ps job with threadsPerProcess 0, which no example has.
+// manifests, plus `trainbench node-launch` inside a trainer pod, which reads the pod's
+// environment with node_launch_from_env and starts its ranks through the local executor).
+// Cases are the files under examples/ (listed when ctest runs, so a new example is picked up
+// without a rebuild) and one two-node hybrid-ps job with threadsPerProcess 0, which no example
+// has.
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -18,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/local_executor.hpp"
+#include "cli/node_launch.hpp"
 #include "core/run_config.hpp"
 #include "core/spec.hpp"
 #include "core/yaml_json.hpp"
@@ -107,21 +111,19 @@ Env pod_env(const json& pod) {
   return env;
 }
 
-/// What trainbench node-launch starts in a trainer pod whose environment is `pod` (it reads the
-/// same variables, cli/cmd_node_launch.cpp, and starts the ranks through the local executor):
-/// its node's ranks, each with the pod's environment under the rank's own variables.
+/// What trainbench node-launch starts in a trainer pod whose environment is `pod`: its node's
+/// ranks, each with the pod's environment under the rank's own variables.
 RankEnvs node_launch(const Env& pod) {
-  const RunConfig run = run_config_from_json(json::parse(pod.at("TRAINBENCH_RUN_CONFIG")));
-  EXPECT_EQ(pod.at("NPROC_PER_NODE"), std::to_string(run.devices_per_node));
-  LocalExecutorOptions opts;
-  opts.master_addr = pod.at("MASTER_ADDR");
-  opts.node_rank = std::stoi(pod.at("NODE_RANK"));
-  opts.expect_result = false;
+  const NodeLaunch launch = node_launch_from_env([&pod](const std::string& name) -> std::optional<std::string> {
+    const auto it = pod.find(name);
+    if (it == pod.end()) return std::nullopt;
+    return it->second;
+  });
   RankEnvs ranks;
-  for (const RankLaunch& launch : rank_launches(run, opts, std::stoi(pod.at("MASTER_PORT")), "/run")) {
+  for (const RankLaunch& rank : rank_launches(launch.run, launch.options, launch.options.master_port, "/run")) {
     Env env = pod;
-    for (const auto& [k, v] : launch.env) env[k] = v;
-    ranks[launch.placement.rank] = env;
+    for (const auto& [k, v] : rank.env) env[k] = v;
+    ranks[rank.placement.rank] = env;
   }
   return ranks;
 }

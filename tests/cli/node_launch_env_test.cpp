@@ -1,0 +1,101 @@
+// trainbench node-launch's reading of its environment (cli/node_launch.hpp), in process; the
+// e2e tests (node_launch_e2e_test.cpp) run the real binary with the real worker.
+#include <map>
+#include <optional>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "cli/args.hpp"
+#include "cli/node_launch.hpp"
+#include "core/run_config.hpp"
+
+namespace trainbench {
+namespace {
+
+using Vars = std::map<std::string, std::string>;
+
+RunConfig two_by_two() {
+  RunConfig c;
+  c.job_name = "nl";
+  c.nodes = 2;
+  c.devices_per_node = 2;
+  c.paradigm = "ddp";
+  c.model = "mlp";
+  return c;
+}
+
+Vars pod_vars() {
+  return {{"TRAINBENCH_RUN_CONFIG", to_json(two_by_two()).dump()},
+          {"NODE_RANK", "1"},
+          {"WORLD_SIZE", "4"},
+          {"NPROC_PER_NODE", "2"},
+          {"MASTER_ADDR", "nl-r0.ns.svc"},
+          {"MASTER_PORT", "29500"}};
+}
+
+NodeLaunch read(const Vars& vars) {
+  return node_launch_from_env([&vars](const std::string& name) -> std::optional<std::string> {
+    const auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  });
+}
+
+std::string usage_error(const Vars& vars) {
+  try {
+    read(vars);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(NodeLaunchEnv, ReadsTheNodeAndTheMaster) {
+  const NodeLaunch l = read(pod_vars());
+  EXPECT_EQ(l.run.world_size(), 4);
+  EXPECT_EQ(l.options.node_rank, 1);
+  EXPECT_EQ(l.options.master_addr, "nl-r0.ns.svc");
+  EXPECT_EQ(l.options.master_port, 29500);
+  EXPECT_FALSE(l.options.expect_result);
+  EXPECT_DOUBLE_EQ(l.options.grace_seconds, LocalExecutorOptions{}.grace_seconds);
+}
+
+TEST(NodeLaunchEnv, FallsBackToTorchrunsOtherNames) {
+  Vars v = pod_vars();
+  v.erase("NODE_RANK");
+  v.erase("NPROC_PER_NODE");
+  v["GROUP_RANK"] = "0";
+  v["LOCAL_WORLD_SIZE"] = "2";
+  EXPECT_EQ(read(v).options.node_rank, 0);
+}
+
+TEST(NodeLaunchEnv, MetricsLingerLengthensTheGrace) {
+  Vars v = pod_vars();
+  v["TRAINBENCH_METRICS_LINGER_SECONDS"] = "20";
+  EXPECT_DOUBLE_EQ(read(v).options.grace_seconds, 22.0);
+}
+
+TEST(NodeLaunchEnv, NamesTheVariableThatIsWrong) {
+  Vars v = pod_vars();
+  v["NODE_RANK"] = "two";
+  EXPECT_EQ(usage_error(v), "NODE_RANK must be an integer, got \"two\"");
+  v = pod_vars();
+  v["WORLD_SIZE"] = "5";
+  EXPECT_EQ(usage_error(v), "WORLD_SIZE 5 disagrees with the run config (4)");
+  v = pod_vars();
+  v["NPROC_PER_NODE"] = "3";
+  EXPECT_EQ(usage_error(v), "NPROC_PER_NODE 3 disagrees with the run config (2 devices per node)");
+  v = pod_vars();
+  v["NODE_RANK"] = "2";
+  EXPECT_EQ(usage_error(v), "NODE_RANK must be in [0, 2), got 2");
+  v = pod_vars();
+  v.erase("MASTER_ADDR");
+  EXPECT_EQ(usage_error(v), "environment variable MASTER_ADDR is not set");
+  v = pod_vars();
+  v["TRAINBENCH_RUN_CONFIG"] = "{";
+  EXPECT_NE(usage_error(v).find("TRAINBENCH_RUN_CONFIG: "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainbench
