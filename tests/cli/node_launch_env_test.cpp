@@ -15,20 +15,19 @@ namespace {
 
 using Vars = std::map<std::string, std::string>;
 
-RunConfig two_by_two() {
+/// 3 nodes of 2 ranks.
+RunConfig three_nodes() {
   RunConfig c;
-  c.job_name = "nl";
-  c.nodes = 2;
+  c.nodes = 3;
   c.devices_per_node = 2;
   c.paradigm = "ddp";
-  c.model = "mlp";
   return c;
 }
 
 Vars pod_vars() {
-  return {{"TRAINBENCH_RUN_CONFIG", to_json(two_by_two()).dump()},
+  return {{"TRAINBENCH_RUN_CONFIG", to_json(three_nodes()).dump()},
           {"NODE_RANK", "1"},
-          {"WORLD_SIZE", "4"},
+          {"WORLD_SIZE", "6"},
           {"NPROC_PER_NODE", "2"},
           {"MASTER_ADDR", "nl-r0.ns.svc"},
           {"MASTER_PORT", "29500"}};
@@ -53,7 +52,7 @@ std::string usage_error(const Vars& vars) {
 
 TEST(NodeLaunchEnv, ReadsTheNodeAndTheMaster) {
   const NodeLaunch l = read(pod_vars());
-  EXPECT_EQ(l.run.world_size(), 4);
+  EXPECT_EQ(l.run.world_size(), 6);
   EXPECT_EQ(l.options.node_rank, 1);
   EXPECT_EQ(l.options.master_addr, "nl-r0.ns.svc");
   EXPECT_EQ(l.options.master_port, 29500);
@@ -82,13 +81,13 @@ TEST(NodeLaunchEnv, NamesTheVariableThatIsWrong) {
   EXPECT_EQ(usage_error(v), "NODE_RANK must be an integer, got \"two\"");
   v = pod_vars();
   v["WORLD_SIZE"] = "5";
-  EXPECT_EQ(usage_error(v), "WORLD_SIZE 5 disagrees with the run config (4)");
+  EXPECT_EQ(usage_error(v), "WORLD_SIZE 5 disagrees with the run config (6)");
   v = pod_vars();
   v["NPROC_PER_NODE"] = "3";
   EXPECT_EQ(usage_error(v), "NPROC_PER_NODE 3 disagrees with the run config (2 devices per node)");
   v = pod_vars();
-  v["NODE_RANK"] = "2";
-  EXPECT_EQ(usage_error(v), "NODE_RANK must be in [0, 2), got 2");
+  v["NODE_RANK"] = "3";
+  EXPECT_EQ(usage_error(v), "NODE_RANK must be in [0, 3), got 3");
   v = pod_vars();
   v.erase("MASTER_ADDR");
   EXPECT_EQ(usage_error(v), "environment variable MASTER_ADDR is not set");
