@@ -76,24 +76,28 @@ TEST(NodeLaunchEnv, MetricsLingerLengthensTheGrace) {
 }
 
 TEST(NodeLaunchEnv, NamesTheVariableThatIsWrong) {
-  Vars v = pod_vars();
-  v["NODE_RANK"] = "two";
-  EXPECT_EQ(usage_error(v), "NODE_RANK must be an integer, got \"two\"");
-  v = pod_vars();
-  v["WORLD_SIZE"] = "5";
-  EXPECT_EQ(usage_error(v), "WORLD_SIZE 5 disagrees with the run config (6)");
-  v = pod_vars();
-  v["NPROC_PER_NODE"] = "3";
-  EXPECT_EQ(usage_error(v), "NPROC_PER_NODE 3 disagrees with the run config (2 devices per node)");
-  v = pod_vars();
-  v["NODE_RANK"] = "3";
-  EXPECT_EQ(usage_error(v), "NODE_RANK must be in [0, 3), got 3");
-  v = pod_vars();
-  v.erase("MASTER_ADDR");
-  EXPECT_EQ(usage_error(v), "environment variable MASTER_ADDR is not set");
-  v = pod_vars();
-  v["TRAINBENCH_RUN_CONFIG"] = "{";
-  EXPECT_NE(usage_error(v).find("TRAINBENCH_RUN_CONFIG: "), std::string::npos);
+  struct Case {
+    std::string name;
+    std::optional<std::string> value;  ///< nullopt: unset
+    std::string error;
+  };
+  const Case cases[] = {
+      {"NODE_RANK", "two", "NODE_RANK must be an integer, got \"two\""},
+      {"WORLD_SIZE", "5", "WORLD_SIZE 5 disagrees with the run config (6)"},
+      {"NPROC_PER_NODE", "3", "NPROC_PER_NODE 3 disagrees with the run config (2 devices per node)"},
+      {"NODE_RANK", "3", "NODE_RANK must be in [0, 3), got 3"},
+      {"MASTER_ADDR", std::nullopt, "environment variable MASTER_ADDR is not set"},
+      {"TRAINBENCH_RUN_CONFIG", "{}", "TRAINBENCH_RUN_CONFIG: jobName: is required"},
+  };
+  for (const Case& c : cases) {
+    Vars v = pod_vars();
+    if (c.value) {
+      v[c.name] = *c.value;
+    } else {
+      v.erase(c.name);
+    }
+    EXPECT_EQ(usage_error(v), c.error) << c.name;
+  }
 }
 
 }  // namespace
