@@ -61,6 +61,7 @@ bool is_rank_identity(const std::string& name) {
   return name == "RANK" || name == "LOCAL_RANK" || name == "NODE_RANK" || name == "GROUP_RANK";
 }
 
+/// The entries of `vars` that are (identity) or are not (!identity) the rank's identity, in order.
 json env_list(const std::vector<EnvVar>& vars, bool identity) {
   json env = json::array();
   for (const auto& v : vars) {
