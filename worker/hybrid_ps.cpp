@@ -207,19 +207,20 @@ class Receiver {
 
 // ---------------------------------------------------------------- set-up
 
-const char* role_of(int rank, const RunConfig& c) {
-  return rank < c.world_size() ? kRoleTrainer : kRoleParameterServer;
-}
+Role role_of(int rank, const RunConfig& c) { return rank < c.world_size() ? Role::kTrainer : Role::kParameterServer; }
 
 void validate(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   auto fail = [](const std::string& m) { throw ConfigError("run config: " + m); };
   if (c.model != "hybrid-embedding") fail("paradigm hybrid-ps needs model hybrid-embedding, got '" + c.model + "'");
-  if (c.device != "cpu" || c.backend != "gloo") {
+  if (c.device != Device::kCpu || c.backend != Backend::kGloo) {
     fail("paradigm hybrid-ps runs on device cpu with backend gloo (its servers receive from any trainer), got " +
-         c.device + " / " + c.backend);
+         to_string(c.device) + " / " + to_string(c.backend));
   }
-  if (c.precision != "fp32") fail("paradigm hybrid-ps trains in fp32 only, got '" + c.precision + "'");
-  if (c.optimizer != "sgd") fail("paradigm hybrid-ps needs optimizer sgd, got '" + c.optimizer + "'");
+  if (c.precision != Precision::kFp32) {
+    fail("paradigm hybrid-ps trains in fp32 only, got '" + to_string(c.precision) + "'");
+  }
+  if (c.optimizer != Optimizer::kSgd)
+    fail("paradigm hybrid-ps needs optimizer sgd, got '" + to_string(c.optimizer) + "'");
   if (c.parameter_servers < 1) fail("paradigm hybrid-ps needs parameterServers >= 1");
   if (c.parameter_servers > c.hybrid_embedding.num_embeddings) {
     fail("parameterServers (" + std::to_string(c.parameter_servers) + ") must be <= numEmbeddings (" +
@@ -242,10 +243,10 @@ void validate(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
          " parameter server(s)");
   }
   if (const char* role = std::getenv("TRAINBENCH_ROLE"); role != nullptr && *role != '\0') {  // NOLINT
-    if (std::string(role) != role_of(env.rank, c)) {
+    if (parse_role(role) != role_of(env.rank, c)) {
       throw ConfigError("TRAINBENCH_ROLE is " + std::string(role) + ", but rank " + std::to_string(env.rank) +
                         " of a hybrid-ps run with " + std::to_string(c.world_size()) + " trainer(s) is a " +
-                        role_of(env.rank, c));
+                        to_string(role_of(env.rank, c)));
     }
   }
 }
@@ -372,7 +373,7 @@ void gather_and_report(Communicator& comm, const RankEnv& env, const RunConfig& 
   result.world_size = c.world_size();
   result.parameter_count = model_parameters;
   result.ddp_bucket_count = bucket_count;
-  result.optimizer = c.optimizer;
+  result.optimizer = to_string(c.optimizer);
   result.micro_batches = 1;
   result.environment = environment_info(c, torch::Device(torch::kCPU));
   const double* data = all.data_ptr<double>();
@@ -691,7 +692,7 @@ void run_reference(const RunConfig& c, const WorkerOptions& o) {
   result.run_index = c.index;
   result.world_size = 1;
   result.parameter_count = rr.parameter_count;
-  result.optimizer = c.optimizer;
+  result.optimizer = to_string(c.optimizer);
   result.environment = environment_info(c, torch::Device(torch::kCPU));
   result.ranks.push_back(std::move(rr));
   hand_over_result(to_json(result).dump(2) + "\n", nullptr, o.result_file);
@@ -720,7 +721,7 @@ void run_hybrid_ps(const RankEnv& env, const RunConfig& c, const WorkerOptions& 
   const std::int64_t model_parameters = parameter_count(model->parameters());
 
   std::unique_ptr<WorkerMetrics> metrics;
-  if (!server) metrics = serve_worker_metrics(env, c, o, kRoleTrainer, c.world_size());
+  if (!server) metrics = serve_worker_metrics(env, c, o, Role::kTrainer, c.world_size());
   int bucket_count = 0;
   const Measurements m = server ? run_server(env, c, o, *comm, model, fault)
                                 : run_trainer(env, c, o, *comm, *model, fault, bucket_count, metrics.get());

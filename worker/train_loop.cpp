@@ -39,25 +39,22 @@ namespace {
 
 void validate(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   auto fail = [](const std::string& m) { throw ConfigError("run config: " + m); };
-  if (c.paradigm != "none" && c.paradigm != "ddp" && c.paradigm != "zero" && c.paradigm != "pipeline" &&
-      c.paradigm != "model-parallel") {
-    fail("paradigm must be none, ddp, zero, pipeline or model-parallel, got '" + c.paradigm + "'");
+  if (!trains_model(c.paradigm) || has_parameter_servers(c.paradigm)) {  // run_worker dispatches those elsewhere
+    fail("paradigm must be none, ddp, zero, pipeline or model-parallel, got '" + to_string(c.paradigm) + "'");
   }
-  if (c.paradigm == "zero" && c.optimizer != "adam") fail("paradigm zero shards Adam: optimizer must be adam");
-  if ((c.paradigm == "pipeline" || c.paradigm == "model-parallel") && c.precision == "amp-fp16") {
-    fail("paradigm " + c.paradigm + " does not support precision amp-fp16 (loss scaling)");
+  if (c.paradigm == Paradigm::kZero && c.optimizer != Optimizer::kAdam) {
+    fail("paradigm zero shards Adam: optimizer must be adam");
+  }
+  if (splits_into_stages(c.paradigm) && c.precision == Precision::kAmpFp16) {
+    fail("paradigm " + to_string(c.paradigm) + " does not support precision amp-fp16 (loss scaling)");
   }
   if (env.world_size != c.world_size()) {
     fail("the environment says world size " + std::to_string(env.world_size) +
          " but the config has " + std::to_string(c.nodes) + " node(s) x " +
          std::to_string(c.devices_per_node) + " device(s)");
   }
-  if (c.paradigm == "none" && env.world_size != 1) {
+  if (c.paradigm == Paradigm::kNone && env.world_size != 1) {
     fail("paradigm none runs a single process, got world size " + std::to_string(env.world_size));
-  }
-  if (c.device != "cpu" && c.device != "cuda") fail("device must be cpu or cuda, got '" + c.device + "'");
-  if (c.paradigm != "none" && c.backend != "gloo" && c.backend != "nccl") {
-    fail("backend must be gloo or nccl, got '" + c.backend + "'");
   }
   if (c.batch_size_per_device < 1) fail("batchSizePerDevice must be >= 1");
   if (c.warmup_steps < 0) fail("warmupSteps must be >= 0");
@@ -68,7 +65,8 @@ void validate(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   if (c.collective_timeout_seconds < 1) fail("collectiveTimeoutSeconds must be >= 1");
   // (A one-stage pipeline with W micro-batches on the W ranks' batches accumulates their
   // gradients one batch at a time: the zero test's reference, see tests/worker.)
-  if (o.reference_world_size != 0 && ((c.paradigm != "none" && c.paradigm != "pipeline") || env.world_size != 1)) {
+  if (o.reference_world_size != 0 &&
+      ((c.paradigm != Paradigm::kNone && c.paradigm != Paradigm::kPipeline) || env.world_size != 1)) {
     throw ConfigError("TRAINBENCH_REFERENCE_WORLD_SIZE needs paradigm none and world size 1");
   }
   if (o.reference_world_size < 0) throw ConfigError("TRAINBENCH_REFERENCE_WORLD_SIZE must be >= 1");
@@ -98,7 +96,7 @@ void set_rank_threads(const RunConfig& c) {
 }
 
 at::Device rank_device(const RankEnv& env, const RunConfig& c) {
-  if (c.device != "cuda") return at::Device(at::kCPU);
+  if (c.device != Device::kCuda) return at::Device(at::kCPU);
   if (!compat::kBuiltWithCuda || !torch::cuda::is_available()) {
     throw ConfigError("run config: device cuda, but " +
                       std::string(compat::kBuiltWithCuda ? "no CUDA device is available"
@@ -167,14 +165,15 @@ std::unique_ptr<DdpReducer> make_ddp_reducer(const std::vector<torch::Tensor>& p
 }
 
 std::unique_ptr<WorkerMetrics> serve_worker_metrics(const RankEnv& env, const RunConfig& c, const WorkerOptions& o,
-                                                    const std::string& role, int world) {
+                                                    Role role, int world) {
   if (o.metrics_port < 0) return nullptr;
   const std::string job = c.job_name.empty() ? "local" : c.job_name;  // the plan always sets it
   const int port = o.metrics_port == 0 ? 0 : o.metrics_port + env.local_rank;
-  auto metrics = WorkerMetrics::serve(o.metrics_host + ":" + std::to_string(port),
-                                      MetricLabels{job, std::to_string(c.index), role, std::to_string(env.rank),
-                                                   std::to_string(env.node_rank), c.model, c.paradigm, world},
-                                      BuildInfo{kVersion, TORCH_VERSION, c.backend, c.device});
+  auto metrics =
+      WorkerMetrics::serve(o.metrics_host + ":" + std::to_string(port),
+                           MetricLabels{job, std::to_string(c.index), to_string(role), std::to_string(env.rank),
+                                        std::to_string(env.node_rank), c.model, to_string(c.paradigm), world},
+                           BuildInfo{kVersion, TORCH_VERSION, to_string(c.backend), to_string(c.device)});
   metrics->set_planned_steps(static_cast<std::int64_t>(c.warmup_steps) + c.repeats * c.measure_steps);
   return metrics;
 }
@@ -186,9 +185,9 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   const auto precision = autocast_dtype(c);
   set_rank_threads(c);
   const torch::Device device = rank_device(env, c);
-  const bool zero = c.paradigm == "zero";
-  const bool ddp = c.paradigm == "ddp" || zero;  // zero all-reduces gradients with the DDP reducer
-  const bool pipelined = c.paradigm == "pipeline" || c.paradigm == "model-parallel";
+  const bool zero = c.paradigm == Paradigm::kZero;
+  const bool ddp = uses_ddp_reducer(c.paradigm);  // zero all-reduces gradients with the DDP reducer
+  const bool pipelined = splits_into_stages(c.paradigm);
 
   std::unique_ptr<RunStore> store;
   if (o.external_store) {
@@ -225,7 +224,7 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
       zero ? make_zero_adam(c.learning_rate, params, *comm) : make_optimizer(c.optimizer, c.learning_rate, params);
   if (device.is_cuda()) compat::cuda_reset_peak_memory(device.index());
 
-  std::unique_ptr<WorkerMetrics> metrics = serve_worker_metrics(env, c, o, "trainer", world);
+  std::unique_ptr<WorkerMetrics> metrics = serve_worker_metrics(env, c, o, Role::kTrainer, world);
   std::unique_ptr<GpuMonitor> gpu_monitor;
   if (metrics && device.is_cuda()) {
     std::string why;
@@ -381,7 +380,7 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   torch::Tensor mine = torch::tensor(row, torch::TensorOptions().dtype(torch::kDouble));
   torch::Tensor all;
   if (comm) {
-    all = comm->allgather(comm->backend_name() == "nccl" ? mine.to(device) : mine).to(torch::kCPU);
+    all = comm->allgather(c.backend == Backend::kNccl ? mine.to(device) : mine).to(torch::kCPU);
   } else {
     all = mine.unsqueeze(0);
   }
@@ -406,7 +405,7 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   result.world_size = world;
   result.parameter_count = parameter_count;
   result.ddp_bucket_count = reducer ? static_cast<int>(reducer->bucket_count()) : 0;
-  result.optimizer = c.optimizer;
+  result.optimizer = to_string(c.optimizer);
   result.micro_batches = stage ? stage->micro_batches() : 1;
   if (stage) {
     result.block_count = stage->block_count();
@@ -444,12 +443,16 @@ void run(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
 
 void run_worker(const RankEnv& env, const RunConfig& config, const WorkerOptions& options) {
   try {
-    if (config.paradigm == "allreduce") {
-      run_allreduce_benchmark(env, config, options);  // worker/allreduce_bench.cpp
-    } else if (config.paradigm == "hybrid-ps") {
-      run_hybrid_ps(env, config, options);  // worker/hybrid_ps.cpp
-    } else {
-      run(env, config, options);
+    switch (config.paradigm) {
+      case Paradigm::kAllreduce:
+        run_allreduce_benchmark(env, config, options);
+        break;  // worker/allreduce_bench.cpp
+      case Paradigm::kHybridPs:
+        run_hybrid_ps(env, config, options);
+        break;  // worker/hybrid_ps.cpp
+      default:
+        run(env, config, options);
+        break;
     }
   } catch (const c10::Error& e) {
     throw std::runtime_error(compat::error_message(e));

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/vocabulary.hpp"
 #include "worker/process_group.hpp"
 
 namespace trainbench::worker {
@@ -21,9 +22,8 @@ class StepOptimizer {
 };
 
 /// `name` sgd: torch::optim::SGD with momentum 0.9; adam: torch::optim::Adam with its defaults
-/// (betas 0.9 / 0.999, eps 1e-8, no weight decay). Throws ConfigError for other names.
-std::unique_ptr<StepOptimizer> make_optimizer(const std::string& name, double learning_rate,
-                                              std::vector<at::Tensor> params);
+/// (betas 0.9 / 0.999, eps 1e-8, no weight decay).
+std::unique_ptr<StepOptimizer> make_optimizer(Optimizer name, double learning_rate, std::vector<at::Tensor> params);
 
 /// ZeRO stage 1 with Adam (the update of torch::optim::Adam, same defaults): the parameters,
 /// flattened in order, are cut into comm.size() equal shards (the last one shorter); this rank

@@ -258,7 +258,7 @@ json trainer_pod(const JobContext& job, const RunConfig& run, int attempt, int n
   }
   c["ports"] = ports;
   if (tmpl.contains("resources")) c["resources"] = tmpl["resources"];
-  json p = pod(job, trainer_pod_name(job.name, run.index, attempt, node), run, attempt, kRoleTrainer,
+  json p = pod(job, trainer_pod_name(job.name, run.index, attempt, node), run, attempt, to_string(Role::kTrainer),
                trainer_pod_variables(job, run, node), c, false);
   const int linger = template_linger_seconds(tmpl).value_or(kDefaultMetricsLingerSeconds);
   p["spec"]["terminationGracePeriodSeconds"] = std::max(30, linger + kGraceBeyondLingerSeconds);
@@ -270,7 +270,7 @@ json parameter_server_pod(const JobContext& job, const RunConfig& run, int attem
   const RankPlacement placement = placements(run).at(static_cast<std::size_t>(run.world_size() + server));
   json c = {{"name", "parameter-server"}, {"command", json::array({"trainbench-worker"})}};
   if (tmpl.contains("resources")) c["resources"] = tmpl["resources"];
-  return pod(job, parameter_server_pod_name(job.name, run.index, attempt, server), run, attempt, kRoleParameterServer,
+  return pod(job, parameter_server_pod_name(job.name, run.index, attempt, server), run, attempt, to_string(Role::kParameterServer),
              rank_variables_in_pod(job, run, placement), c, false);
 }
 

@@ -20,7 +20,7 @@ RunConfig three_nodes() {
   RunConfig c;
   c.nodes = 3;
   c.devices_per_node = 2;
-  c.paradigm = "ddp";
+  c.paradigm = Paradigm::kDdp;
   return c;
 }
 
