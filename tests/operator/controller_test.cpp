@@ -208,6 +208,16 @@ TEST(Controller, AStatusPatchOfADeletedJobIsDone) {
   EXPECT_EQ(f.cluster.count("PATCH", "benchmarkjobs"), 1u);
 }
 
+TEST(Controller, AnEventTheServerRefusesIsSkippedButTheStatusIsWritten) {
+  ControllerOnFakeCluster f;  // Events are best effort: a 403 is not retried
+  f.cluster.seed("benchmarkjobs", job_object());
+  f.cluster.fail_next("POST", "events", 403, "Forbidden");
+  f.start();
+  EXPECT_EQ(f.metrics->wait_for(1), std::vector<Outcome>{Outcome::kSuccess});
+  EXPECT_EQ(f.cluster.count("POST", "events"), 1u);
+  EXPECT_EQ(f.job_status()["phase"], "Running");
+}
+
 TEST(Controller, ATransientErrorRequeuesWithExponentialBackoff) {
   ControllerOnFakeCluster f;  // the queue's backoff: 100 ms, then 200 ms, ...
   f.cluster.seed("benchmarkjobs", job_object());
