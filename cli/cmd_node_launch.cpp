@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/interrupt.hpp"
 #include "cli/local_executor.hpp"
+#include "cli/node_launch.hpp"
 #include "core/run_config.hpp"
 
 namespace trainbench::cli {
@@ -28,22 +29,6 @@ const char* const kNodeLaunchUsage =
     "            143/130 stopped by SIGTERM/SIGINT\n";
 
 namespace {
-
-std::string required_env(const char* name) {
-  const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): single-threaded here
-  if (v == nullptr || *v == '\0') throw UsageError(std::string("environment variable ") + name + " is not set");
-  return v;
-}
-
-int int_env(const char* name, const std::string& value) {
-  try {
-    std::size_t used = 0;
-    const int v = std::stoi(value, &used);
-    if (used == value.size()) return v;
-  } catch (const std::exception&) {
-  }
-  throw UsageError(std::string(name) + " must be an integer, got \"" + value + "\"");
-}
 
 void write_termination_message(const std::string& message) {
   const char* path = std::getenv("TRAINBENCH_TERMINATION_LOG");  // NOLINT(concurrency-mt-unsafe)
@@ -65,51 +50,18 @@ int cmd_node_launch(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (!a.positional.empty()) throw UsageError("node-launch takes no arguments (it reads the environment)");
-  RunConfig run;
-  try {
-    run = run_config_from_json(nlohmann::json::parse(required_env("TRAINBENCH_RUN_CONFIG")));
-  } catch (const UsageError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw UsageError(std::string("TRAINBENCH_RUN_CONFIG: ") + e.what());
-  }
-  const char* node_var = std::getenv("NODE_RANK") != nullptr ? "NODE_RANK" : "GROUP_RANK";  // NOLINT
-  const int node = int_env(node_var, required_env(node_var));
-  const int world = int_env("WORLD_SIZE", required_env("WORLD_SIZE"));
-  const char* nproc_var = std::getenv("NPROC_PER_NODE") != nullptr ? "NPROC_PER_NODE" : "LOCAL_WORLD_SIZE";  // NOLINT
-  const int nproc = int_env(nproc_var, required_env(nproc_var));
-  if (world != run.process_count()) {
-    throw UsageError("WORLD_SIZE " + std::to_string(world) + " disagrees with the run config (" +
-                     std::to_string(run.process_count()) + (run.parameter_servers > 0 ? " processes: trainers and parameter servers)" : ")"));
-  }
-  if (nproc != run.devices_per_node) {
-    throw UsageError(std::string(nproc_var) + " " + std::to_string(nproc) + " disagrees with the run config (" +
-                     std::to_string(run.devices_per_node) + " devices per node)");
-  }
-  if (node < 0 || node >= run.nodes) {
-    throw UsageError(std::string(node_var) + " must be in [0, " + std::to_string(run.nodes) + "), got " +
-                     std::to_string(node));
-  }
+  NodeLaunch launch = node_launch_from_env(process_environment);
+  const RunConfig& run = launch.run;
+  LocalExecutorOptions& opts = launch.options;
+  const int node = opts.node_rank;
 
   install_interrupt_handlers();
-  LocalExecutorOptions opts;
   opts.worker = find_worker_binary();
   const char* tmp = std::getenv("TMPDIR");  // NOLINT(concurrency-mt-unsafe)
   opts.runs_dir = tmp != nullptr ? tmp : "/tmp";
-  opts.master_addr = required_env("MASTER_ADDR");
-  opts.master_port = int_env("MASTER_PORT", required_env("MASTER_PORT"));
-  opts.node_rank = node;
-  opts.expect_result = false;
-  // Ranks that finished their run serve their last metrics for TRAINBENCH_METRICS_LINGER_SECONDS,
-  // through the SIGTERM of the run's cleanup: give them that long before SIGKILL. A rank still
-  // training stops at the SIGTERM itself, so this does not slow down a cancelled run.
-  if (std::getenv("TRAINBENCH_METRICS_LINGER_SECONDS") != nullptr) {  // NOLINT(concurrency-mt-unsafe)
-    const int linger = int_env("TRAINBENCH_METRICS_LINGER_SECONDS", required_env("TRAINBENCH_METRICS_LINGER_SECONDS"));
-    opts.grace_seconds = std::max(opts.grace_seconds, linger + 2.0);
-  }
   std::cerr << "trainbench node-launch: node " << node << " of " << run.nodes << ", ranks "
-            << node * run.devices_per_node << ".." << (node + 1) * run.devices_per_node - 1 << " of " << world
-            << ", master " << opts.master_addr << ":" << opts.master_port << "\n";
+            << node * run.devices_per_node << ".." << (node + 1) * run.devices_per_node - 1 << " of "
+            << run.process_count() << ", master " << opts.master_addr << ":" << opts.master_port << "\n";
   const LocalRunOutcome out = run_local(run, opts);
   if (out.interrupted_by != 0) return 128 + out.interrupted_by;
   if (!out.outcome.error.empty()) {

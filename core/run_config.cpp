@@ -187,7 +187,8 @@ std::vector<RankPlacement> placements(const RunConfig& run) {
     }
   }
   for (int j = 0; j < run.parameter_servers; ++j) {
-    out.push_back({0, run.devices_per_node + j, run.world_size() + j, Role::kParameterServer});
+    const int local = run.parameter_servers_own_pods ? 0 : run.devices_per_node + j;
+    out.push_back({0, local, run.world_size() + j, Role::kParameterServer});
   }
   return out;
 }
@@ -196,15 +197,20 @@ int processes_on_node(const RunConfig& run, int node_rank) {
   return run.devices_per_node + (node_rank == 0 && !run.parameter_servers_own_pods ? run.parameter_servers : 0);
 }
 
-std::map<std::string, std::string> rank_environment(const RunConfig& run, const RankPlacement& p,
-                                                    const std::string& master_addr, int master_port) {
+int local_world_size(const RunConfig& run, const RankPlacement& p) {
+  if (p.role == Role::kParameterServer && run.parameter_servers_own_pods) return 1;
+  return processes_on_node(run, p.node_rank);
+}
+
+std::vector<EnvVar> rank_variables(const RunConfig& run, const RankPlacement& p, const std::string& master_addr,
+                                   int master_port) {
   return {
       {"MASTER_ADDR", master_addr},
       {"MASTER_PORT", std::to_string(master_port)},
       {"WORLD_SIZE", std::to_string(run.process_count())},
       {"RANK", std::to_string(p.rank)},
       {"LOCAL_RANK", std::to_string(p.local_rank)},
-      {"LOCAL_WORLD_SIZE", std::to_string(processes_on_node(run, p.node_rank))},
+      {"LOCAL_WORLD_SIZE", std::to_string(local_world_size(run, p))},
       {"NODE_RANK", std::to_string(p.node_rank)},
       {"GROUP_RANK", std::to_string(p.node_rank)},
       {"OMP_NUM_THREADS", std::to_string(run.threads_per_process)},
@@ -213,6 +219,15 @@ std::map<std::string, std::string> rank_environment(const RunConfig& run, const 
       {"TRAINBENCH_ROLE", to_string(p.role)},
       {"TRAINBENCH_RUN_CONFIG", to_json(run).dump()},
   };
+}
+
+bool is_per_process_variable(const std::string& name) { return name == "RANK" || name == "LOCAL_RANK"; }
+
+std::map<std::string, std::string> rank_environment(const RunConfig& run, const RankPlacement& p,
+                                                    const std::string& master_addr, int master_port) {
+  std::map<std::string, std::string> env;
+  for (auto& v : rank_variables(run, p, master_addr, master_port)) env.emplace(std::move(v.name), std::move(v.value));
+  return env;
 }
 
 }  // namespace trainbench

@@ -86,17 +86,41 @@ struct RankPlacement {
 };
 
 /// The trainers in rank order, then (paradigm hybrid-ps) parameter server j = 0..P-1 as rank
-/// world_size() + j on node 0, local rank devices_per_node + j.
+/// world_size() + j with node rank 0: local rank devices_per_node + j beside node 0's trainers,
+/// or local rank 0 alone in its pod (parameter_servers_own_pods).
 std::vector<RankPlacement> placements(const RunConfig& run);
 
 /// Processes of the run on node `node_rank` (node 0 also hosts the parameter servers, unless
 /// they have pods of their own).
 int processes_on_node(const RunConfig& run, int node_rank);
 
-/// torchrun-compatible environment for one rank: MASTER_ADDR, MASTER_PORT, WORLD_SIZE (every
-/// process: process_count()), RANK, LOCAL_RANK, LOCAL_WORLD_SIZE (the processes on its node),
-/// NODE_RANK, GROUP_RANK, OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, TRAINBENCH_ROLE (trainer |
-/// parameter-server) and TRAINBENCH_RUN_CONFIG (the RunConfig as JSON).
+/// torchrun's LOCAL_WORLD_SIZE of a rank: the processes started together on its host (its node,
+/// or its pod): processes_on_node(), except 1 for a parameter server in a pod of its own.
+int local_world_size(const RunConfig& run, const RankPlacement& p);
+
+/// One environment variable of a process.
+struct EnvVar {
+  std::string name;
+  std::string value;
+};
+
+/// The environment of one rank, the same for every launcher (trainbench run, trainbench
+/// node-launch in a trainer pod, the operator's parameter-server pods), in this order:
+/// MASTER_ADDR, MASTER_PORT, WORLD_SIZE (every process: process_count()), RANK, LOCAL_RANK,
+/// LOCAL_WORLD_SIZE (local_world_size()), NODE_RANK, GROUP_RANK (= NODE_RANK), OMP_NUM_THREADS,
+/// OPENBLAS_NUM_THREADS, TRAINBENCH_ROLE (trainer | parameter-server) and TRAINBENCH_RUN_CONFIG
+/// (the RunConfig as JSON). torchrun's names; no Slurm variables (the worker also reads Slurm's
+/// when a job is launched by srun instead). The launcher adds what only it knows (result files,
+/// pod identity, NCCL settings) on top.
+std::vector<EnvVar> rank_variables(const RunConfig& run, const RankPlacement& p, const std::string& master_addr,
+                                   int master_port);
+
+/// The variables of rank_variables() that a launcher of several processes on one host
+/// (trainbench node-launch, like torchrun's agent) sets per process; every other one is the
+/// same for all the processes of a host.
+bool is_per_process_variable(const std::string& name);
+
+/// rank_variables() by name, for a launcher that lays it over its own environment.
 std::map<std::string, std::string> rank_environment(const RunConfig& run, const RankPlacement& p,
                                                     const std::string& master_addr, int master_port);
 

@@ -55,33 +55,33 @@ json field_env(const std::string& name, const std::string& path) {
   return {{"name", name}, {"valueFrom", {{"fieldRef", {{"fieldPath", path}}}}}};
 }
 
-/// Environment shared by every pod of a run (torchrun's names + NCCL). WORLD_SIZE is the c10d
-/// world: the trainers, plus the parameter servers of paradigm hybrid-ps; a parameter server is
-/// alone on its pod (one process, no NPROC_PER_NODE). `role`: a Role's text, or "master".
-json common_env(const JobContext& job, const RunConfig& run, int attempt, const std::string& role) {
-  const bool server = parse_role(role) == Role::kParameterServer;
+/// The rank's identity: after spec.template.env in a pod's list (of two entries with one name,
+/// Kubernetes uses the later), so that a template cannot move a rank.
+bool is_rank_identity(const std::string& name) {
+  return name == "RANK" || name == "LOCAL_RANK" || name == "NODE_RANK" || name == "GROUP_RANK";
+}
+
+/// The entries of `vars` that are (identity) or are not (!identity) the rank's identity, in order.
+json env_list(const std::vector<EnvVar>& vars, bool identity) {
+  json env = json::array();
+  for (const auto& v : vars) {
+    if (is_rank_identity(v.name) == identity) env.push_back(env_var(v.name, v.value));
+  }
+  return env;
+}
+
+/// What only a pod has, after the rank's variables: the run and attempt it belongs to, its own
+/// address and names (downward API), and spec.nccl.
+json pod_only_env(const JobContext& job, const RunConfig& run, int attempt) {
   json env = json::array({
-      env_var("MASTER_ADDR", master_address(job.name, job.namespace_, run.index)),
-      env_var("MASTER_PORT", std::to_string(master_port(job))),
-      env_var("WORLD_SIZE", std::to_string(run.process_count())),
-  });
-  if (!server) env.push_back(env_var("NPROC_PER_NODE", std::to_string(run.devices_per_node)));
-  for (const json& e : json::array({
-      env_var("LOCAL_WORLD_SIZE", std::to_string(server ? 1 : run.devices_per_node)),
-      env_var("OMP_NUM_THREADS", std::to_string(run.threads_per_process)),
-      env_var("OPENBLAS_NUM_THREADS", std::to_string(run.threads_per_process)),
-      env_var("TRAINBENCH_ROLE", role),
       env_var("TRAINBENCH_JOB", job.name),
       env_var("TRAINBENCH_RUN", std::to_string(run.index)),
       env_var("TRAINBENCH_ATTEMPT", std::to_string(attempt)),
       env_var("TRAINBENCH_EXTERNAL_STORE", "1"),
-      env_var("TRAINBENCH_RUN_CONFIG", to_json(run).dump()),
       field_env("POD_IP", "status.podIP"),
       field_env("POD_NAME", "metadata.name"),
       field_env("POD_NAMESPACE", "metadata.namespace"),
-  })) {
-    env.push_back(e);
-  }
+  });
   const json nccl = get_or(job.spec, "nccl", json::object());
   if (nccl.contains("socketIfname")) env.push_back(env_var("NCCL_SOCKET_IFNAME", nccl["socketIfname"].get<std::string>()));
   if (nccl.contains("ibDisable")) env.push_back(env_var("NCCL_IB_DISABLE", nccl["ibDisable"].get<bool>() ? "1" : "0"));
@@ -92,6 +92,36 @@ json common_env(const JobContext& job, const RunConfig& run, int attempt, const 
   return env;
 }
 
+std::vector<EnvVar> rank_variables_in_pod(const JobContext& job, const RunConfig& run, const RankPlacement& p) {
+  return rank_variables(run, p, master_address(job.name, job.namespace_, run.index), master_port(job));
+}
+
+/// Trainer pod `node`: the variables of its first rank but the per-process ones (trainbench
+/// node-launch sets RANK and LOCAL_RANK for each worker it starts), and after WORLD_SIZE
+/// NPROC_PER_NODE, the number of workers node-launch starts.
+std::vector<EnvVar> trainer_pod_variables(const JobContext& job, const RunConfig& run, int node) {
+  const RankPlacement first = placements(run).at(static_cast<std::size_t>(node * run.devices_per_node));
+  std::vector<EnvVar> vars;
+  for (auto& v : rank_variables_in_pod(job, run, first)) {
+    if (is_per_process_variable(v.name)) continue;
+    vars.push_back(std::move(v));
+    if (vars.back().name == "WORLD_SIZE") vars.push_back({"NPROC_PER_NODE", std::to_string(run.devices_per_node)});
+  }
+  return vars;
+}
+
+/// The master pod runs no rank: node 0's trainer-pod variables without a rank identity, as role
+/// master.
+std::vector<EnvVar> master_pod_variables(const JobContext& job, const RunConfig& run) {
+  std::vector<EnvVar> vars;
+  for (auto& v : trainer_pod_variables(job, run, 0)) {
+    if (is_rank_identity(v.name)) continue;
+    if (v.name == "TRAINBENCH_ROLE") v.value = "master";
+    vars.push_back(std::move(v));
+  }
+  return vars;
+}
+
 /// Non-root, no privilege escalation, read-only root filesystem, no capabilities.
 json container_security() {
   return {{"allowPrivilegeEscalation", false},
@@ -100,8 +130,10 @@ json container_security() {
           {"capabilities", {{"drop", json::array({"ALL"})}}}};
 }
 
+/// A pod of the run: `rank_vars` (core's rank environment, see env_list for the order), the
+/// pod's own variables, spec.template merged in, then the container's own variables.
 json pod(const JobContext& job, const std::string& name, const RunConfig& run, int attempt, const std::string& role,
-         json container, bool needs_api_token) {
+         const std::vector<EnvVar>& rank_vars, json container, bool needs_api_token) {
   const json tmpl = get_or(job.spec, "template", json::object());
   json volumes = get_or(tmpl, "volumes", json::array());
   volumes.push_back({{"name", "tmp"}, {"emptyDir", json::object()}});
@@ -112,9 +144,11 @@ json pod(const JobContext& job, const std::string& name, const RunConfig& run, i
   container["volumeMounts"] = mounts;
   container["securityContext"] = container_security();
   container["terminationMessagePolicy"] = "FallbackToLogsOnError";
-  json env = common_env(job, run, attempt, role);
+  json env = env_list(rank_vars, false);
+  for (const auto& e : pod_only_env(job, run, attempt)) env.push_back(e);
   const json template_env = get_or(tmpl, "env", json::array());
   for (const auto& e : template_env) env.push_back(e);
+  for (const auto& e : env_list(rank_vars, true)) env.push_back(e);
   if (container.contains("env")) {
     for (const auto& e : container["env"]) env.push_back(e);
   }
@@ -206,15 +240,15 @@ json master_pod(const JobContext& job, const RunConfig& run, int attempt) {
             {"ports", json::array({{{"name", "store"}, {"containerPort", master_port(job)}}})},
             {"env", json::array({env_var("TRAINBENCH_RESULT_CONFIGMAP", result_configmap_name(job.name, run.index))})},
             {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "128Mi"}}}}}};
-  return pod(job, master_pod_name(job.name, run.index, attempt), run, attempt, "master", c, true);
+  return pod(job, master_pod_name(job.name, run.index, attempt), run, attempt, "master", master_pod_variables(job, run),
+             c, true);
 }
 
 json trainer_pod(const JobContext& job, const RunConfig& run, int attempt, int node) {
   const json tmpl = get_or(job.spec, "template", json::object());
   json c = {{"name", "trainer"},
             {"command", json::array({"trainbench", "node-launch"})},
-            {"env", json::array({env_var("NODE_RANK", std::to_string(node)), env_var("GROUP_RANK", std::to_string(node)),
-                                 env_var("TRAINBENCH_METRICS_PORT", std::to_string(kMetricsPort))})}};
+            {"env", json::array({env_var("TRAINBENCH_METRICS_PORT", std::to_string(kMetricsPort))})}};
   if (!template_sets_env(tmpl, "TRAINBENCH_METRICS_LINGER_SECONDS")) {
     c["env"].push_back(env_var("TRAINBENCH_METRICS_LINGER_SECONDS", std::to_string(kDefaultMetricsLingerSeconds)));
   }
@@ -224,8 +258,8 @@ json trainer_pod(const JobContext& job, const RunConfig& run, int attempt, int n
   }
   c["ports"] = ports;
   if (tmpl.contains("resources")) c["resources"] = tmpl["resources"];
-  json p =
-      pod(job, trainer_pod_name(job.name, run.index, attempt, node), run, attempt, to_string(Role::kTrainer), c, false);
+  json p = pod(job, trainer_pod_name(job.name, run.index, attempt, node), run, attempt, to_string(Role::kTrainer),
+               trainer_pod_variables(job, run, node), c, false);
   const int linger = template_linger_seconds(tmpl).value_or(kDefaultMetricsLingerSeconds);
   p["spec"]["terminationGracePeriodSeconds"] = std::max(30, linger + kGraceBeyondLingerSeconds);
   return p;
@@ -233,14 +267,11 @@ json trainer_pod(const JobContext& job, const RunConfig& run, int attempt, int n
 
 json parameter_server_pod(const JobContext& job, const RunConfig& run, int attempt, int server) {
   const json tmpl = get_or(job.spec, "template", json::object());
-  const int rank = run.world_size() + server;
-  json c = {{"name", "parameter-server"},
-            {"command", json::array({"trainbench-worker"})},
-            {"env", json::array({env_var("RANK", std::to_string(rank)), env_var("LOCAL_RANK", "0"),
-                                 env_var("NODE_RANK", "0"), env_var("GROUP_RANK", "0")})}};
+  const RankPlacement placement = placements(run).at(static_cast<std::size_t>(run.world_size() + server));
+  json c = {{"name", "parameter-server"}, {"command", json::array({"trainbench-worker"})}};
   if (tmpl.contains("resources")) c["resources"] = tmpl["resources"];
-  return pod(job, parameter_server_pod_name(job.name, run.index, attempt, server), run, attempt,
-             to_string(Role::kParameterServer), c, false);
+  return pod(job, parameter_server_pod_name(job.name, run.index, attempt, server), run, attempt, to_string(Role::kParameterServer),
+             rank_variables_in_pod(job, run, placement), c, false);
 }
 
 }  // namespace trainbench::op

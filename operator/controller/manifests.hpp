@@ -31,12 +31,21 @@ nlohmann::json reporter_service_account(const JobContext& job);
 nlohmann::json reporter_role(const JobContext& job, int runs);
 nlohmann::json reporter_role_binding(const JobContext& job);
 
-/// The master pod of attempt `attempt` of `run` (rendezvous store + result delivery).
+// The pods' environment is core's rank environment (rank_variables in core/run_config.hpp) with
+// MASTER_ADDR = the run's Service and MASTER_PORT = master_port(), plus what only a pod has
+// (TRAINBENCH_JOB/RUN/ATTEMPT, TRAINBENCH_EXTERNAL_STORE, POD_IP/NAME/NAMESPACE, spec.nccl).
+// `run` is planned with ServerPlacement::OwnPods.
+
+/// The master pod of attempt `attempt` of `run` (rendezvous store + result delivery): node 0's
+/// trainer-pod variables without NODE_RANK/GROUP_RANK, TRAINBENCH_ROLE=master.
 nlohmann::json master_pod(const JobContext& job, const RunConfig& run, int attempt);
-/// Trainer pod `node` of attempt `attempt` (runs run.devices_per_node worker processes).
+/// Trainer pod `node` of attempt `attempt` (trainbench node-launch runs run.devices_per_node
+/// worker processes): the rank variables shared by the node's ranks (all but RANK and LOCAL_RANK,
+/// which node-launch sets per process) and NPROC_PER_NODE.
 nlohmann::json trainer_pod(const JobContext& job, const RunConfig& run, int attempt, int node);
-/// paradigm hybrid-ps: parameter server `server` as one trainbench-worker process (RANK =
-/// trainers + server, WORLD_SIZE = trainers + servers, TRAINBENCH_ROLE=parameter-server).
+/// paradigm hybrid-ps: parameter server `server` as one trainbench-worker process with the
+/// whole rank environment (RANK = trainers + server, LOCAL_RANK 0, LOCAL_WORLD_SIZE 1,
+/// NODE_RANK 0, WORLD_SIZE = trainers + servers, TRAINBENCH_ROLE=parameter-server).
 nlohmann::json parameter_server_pod(const JobContext& job, const RunConfig& run, int attempt, int server);
 
 /// Port of the rendezvous store (spec.masterPort, default 29500).

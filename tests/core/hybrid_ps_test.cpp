@@ -4,6 +4,7 @@
 // tests/data/malformed-specs.yaml with the others.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -276,6 +277,24 @@ TEST(HybridPsPlan, ServersInTheirOwnPodsLeaveNodeZeroToTheTrainers) {
   // Not a hybrid-ps run: nothing changes.
   const RunConfig none = plan_runs(job, 12, ServerPlacement::OwnPods).at(0);
   EXPECT_FALSE(none.parameter_servers_own_pods);
+}
+
+// torchrun's LOCAL_WORLD_SIZE counts the processes of the rank's host: a parameter server in a
+// pod of its own is alone there (the operator's pods have always said so).
+TEST(HybridPsPlan, AServerInItsOwnPodIsAloneThere) {
+  const RunConfig pods = plan_runs(parse_benchmark_job(kHybridJob), 12, ServerPlacement::OwnPods).at(1);
+  const auto ps = placements(pods);  // 2 trainers, then 3 servers
+  ASSERT_EQ(ps.size(), 5u);
+  for (std::size_t j = 2; j < 5; ++j) {
+    EXPECT_EQ(ps[j].local_rank, 0);
+    EXPECT_EQ(ps[j].node_rank, 0);
+    EXPECT_EQ(local_world_size(pods, ps[j]), 1);
+  }
+  const auto server = rank_environment(pods, ps[3], "m", 1);
+  const std::map<std::string, std::string> expected = {
+      {"RANK", "3"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "1"}, {"NODE_RANK", "0"}, {"WORLD_SIZE", "5"}};
+  for (const auto& [name, value] : expected) EXPECT_EQ(server.at(name), value) << name;
+  EXPECT_EQ(local_world_size(pods, ps[1]), 2);
 }
 
 }  // namespace

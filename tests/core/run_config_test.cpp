@@ -60,6 +60,21 @@ TEST(Plan, RankEnvironmentFollowsTorchrun) {
   EXPECT_EQ(back.job_name, "plan-test");
 }
 
+TEST(Plan, RankVariablesAreOneOrderedList) {
+  const auto run = plan_runs(job(), 2)[1];
+  const RankPlacement p = placements(run)[4];
+  const std::vector<EnvVar> vars = rank_variables(run, p, "10.0.0.1", 29500);
+  std::vector<std::string> names;
+  for (const auto& v : vars) names.push_back(v.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK",
+                                             "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK", "OMP_NUM_THREADS",
+                                             "OPENBLAS_NUM_THREADS", "TRAINBENCH_ROLE", "TRAINBENCH_RUN_CONFIG"}));
+  const auto env = rank_environment(run, p, "10.0.0.1", 29500);
+  ASSERT_EQ(env.size(), vars.size());
+  for (const auto& v : vars) EXPECT_EQ(env.at(v.name), v.value) << v.name;
+  for (const auto& v : vars) EXPECT_EQ(is_per_process_variable(v.name), v.name == "RANK" || v.name == "LOCAL_RANK");
+}
+
 TEST(Plan, RunConfigFromJsonNamesMissingField) {
   auto j = to_json(plan_runs(job(), 2)[0]);
   j.erase("measureSteps");
