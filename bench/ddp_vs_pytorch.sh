@@ -40,24 +40,7 @@ echo "| model | batch/rank | threads/rank | configuration | trainbench C++ p50 s
 echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 for model in $CASES; do
   batch=${BATCH[$model]}
-  cat >"$out/job.yaml" <<YAML
-apiVersion: trainbench.dev/v1alpha1
-kind: BenchmarkJob
-metadata: {name: bench-$model}
-spec:
-  benchmark:
-    model: $model
-    batchSizePerDevice: $batch
-    warmupSteps: $WARMUP
-    measureSteps: $STEPS
-    repeats: $REPEATS
-    threadsPerProcess: $THREADS
-${SPEC[$model]}
-  sweep:
-    - {nodes: 1, devicesPerNode: 1, paradigm: none}
-    - {nodes: 1, devicesPerNode: 1}
-    - {nodes: 1, devicesPerNode: 2}
-YAML
+  ddp_job_yaml "$model" "$batch" "${SPEC[$model]}" >"$out/job.yaml"
   common=(--model "$model" --batch "$batch" --threads "$THREADS" --warmup "$WARMUP" --steps "$STEPS" --repeats "$REPEATS")
   # shellcheck disable=SC2206
   extra_py=(${PYARGS[$model]})

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -121,6 +122,143 @@ void print_failure(const LocalRunOutcome& o) {
   if (o.logs_kept && !o.run_dir.empty()) std::cerr << "  logs kept in " << o.run_dir << "\n";
 }
 
+/// What `trainbench run` was asked to do.
+struct RunRequest {
+  std::string job_file;
+  std::string json_out;  ///< "" unless --json
+  std::string keep_dir;  ///< "" unless --keep-logs
+  bool quick = false;
+};
+
+RunRequest run_request(const ParsedArgs& a) {
+  if (a.positional.size() != 1) {
+    throw UsageError(a.positional.empty() ? "expected a JOB.yaml file"
+                                          : "expected one JOB.yaml file, got " + std::to_string(a.positional.size()));
+  }
+  return {a.positional[0], a.value("--json"), a.value("--keep-logs"), a.has("--quick")};
+}
+
+/// The job and its runs, planned for this machine's cores (--quick shortens the steps first).
+/// Throws SpecError.
+void load_and_plan(const RunRequest& req, BenchmarkJob& job, std::vector<RunConfig>& runs) {
+  int cores = static_cast<int>(std::thread::hardware_concurrency());
+  if (cores <= 0) cores = 1;
+  job = load_benchmark_job(req.job_file);
+  if (req.quick) {
+    job.benchmark.warmup_steps = std::min(job.benchmark.warmup_steps, 1);
+    job.benchmark.measure_steps = std::min(job.benchmark.measure_steps, 2);
+    job.benchmark.repeats = 1;
+  }
+  runs = plan_runs(job, cores);
+}
+
+/// Where the runs' directories go: --keep-logs DIR (created), else a new temporary directory.
+struct RunsBase {
+  std::string dir;
+  bool temporary = false;  ///< removed at the end unless a run kept its logs there
+};
+
+/// The runs' base directory, or nullopt after printing why --keep-logs DIR cannot be used.
+std::optional<RunsBase> make_runs_base(const RunRequest& req, const std::string& job_name) {
+  if (req.keep_dir.empty()) return RunsBase{make_temp_base(job_name), true};
+  std::error_code ec;
+  fs::create_directories(req.keep_dir, ec);
+  if (ec || !fs::is_directory(req.keep_dir)) {
+    std::cerr << "trainbench run: --keep-logs " << req.keep_dir << ": cannot create directory"
+              << (ec ? " (" + ec.message() + ")" : "") << "\n";
+    return std::nullopt;
+  }
+  return RunsBase{req.keep_dir, false};
+}
+
+/// What the sweep produced: the outcomes of the runs that finished, in order.
+struct SweepOutcome {
+  std::vector<RunOutcome> outcomes;
+  bool any_failed = false;
+  bool any_kept = false;  ///< some run's directory was kept under the base
+  int interrupted = 0;    ///< the signal that stopped the sweep, 0 if none
+};
+
+ProgressRun progress_run(const RunConfig& run, std::size_t i, std::size_t count) {
+  ProgressRun pr;
+  pr.number = static_cast<int>(i) + 1;
+  pr.count = static_cast<int>(count);
+  pr.label = run.label();
+  pr.model = run.paradigm == "allreduce" ? "(communication only)" : run.model;
+  pr.world_size = run.process_count();  // processes started (hybrid-ps: trainers + parameter servers)
+  pr.warmup_steps = run.warmup_steps;
+  return pr;
+}
+
+/// Every run in order, one progress line each; stops at an interrupt.
+SweepOutcome run_sweep(const BenchmarkJob& job, const std::vector<RunConfig>& runs, const std::string& worker,
+                       const RunsBase& base, ProgressDisplay& display) {
+  SweepOutcome sweep;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if ((sweep.interrupted = interrupt_signal()) != 0) break;
+    const RunConfig& run = runs[i];
+    display.begin(progress_run(run, i, runs.size()));
+
+    LocalExecutorOptions opts;
+    opts.worker = worker;
+    opts.runs_dir = base.dir;
+    opts.keep_logs = !base.temporary;
+    opts.active_deadline_seconds = job.run_policy.active_deadline_seconds;
+    opts.on_progress = [&display](const ProgressUpdate& p) { display.update(p); };
+    LocalRunOutcome o = run_local(run, opts);
+    sweep.any_kept = sweep.any_kept || o.logs_kept;
+
+    if (o.interrupted_by != 0) {
+      display.end("interrupted after " + format_seconds(o.elapsed_seconds));
+      sweep.interrupted = o.interrupted_by;
+      if (o.logs_kept) std::cerr << "  logs kept in " << o.run_dir << "\n";
+      break;
+    }
+    if (o.outcome.result) {
+      display.end("done in " + format_seconds(o.elapsed_seconds) + median_status(*o.outcome.result));
+    } else {
+      sweep.any_failed = true;
+      display.end("FAILED after " + format_seconds(o.elapsed_seconds) + ": " + o.outcome.error);
+      print_failure(o);
+    }
+    sweep.outcomes.push_back(std::move(o.outcome));
+  }
+  if (sweep.interrupted == 0) sweep.interrupted = interrupt_signal();
+  return sweep;
+}
+
+/// Prints the report (and writes --json); the exit code of a sweep that was not interrupted.
+int report_sweep(const RunRequest& req, const BenchmarkJob& job, const std::vector<RunConfig>& runs,
+                 const SweepOutcome& sweep) {
+  const Report report = build_report(job, runs, sweep.outcomes);
+  std::cout << format_report(report);
+  std::cout.flush();
+  int rc = sweep.any_failed ? kExitRunFailed : kExitOk;
+  if (!req.json_out.empty()) {
+    try {
+      write_file_atomically(req.json_out, to_json(report).dump(2) + "\n");
+    } catch (const std::exception& e) {
+      std::cerr << "trainbench run: error: " << e.what() << "\n";
+      rc = kExitError;
+    }
+  }
+  if (sweep.any_failed) {
+    std::cerr << "trainbench: " << (sweep.any_kept ? "logs of the failed runs are kept (see above); " : "")
+              << "one or more runs failed\n";
+  }
+  return rc;
+}
+
+void fit_to_terminal(ProgressDisplay& display, bool tty) {
+  if (struct winsize ws{}; tty && ::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
+    display.set_width(ws.ws_col);
+  }
+}
+
+std::string interrupt_name(int sig) {
+  return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "signal " + std::to_string(sig);
+}
+
 }  // namespace
 
 int cmd_run(const std::vector<std::string>& args) {
@@ -129,135 +267,47 @@ int cmd_run(const std::vector<std::string>& args) {
     std::cout << kRunUsage;
     return kExitOk;
   }
-  if (a.positional.size() != 1) {
-    throw UsageError(a.positional.empty() ? "expected a JOB.yaml file"
-                                          : "expected one JOB.yaml file, got " + std::to_string(a.positional.size()));
-  }
-  const std::string job_file = a.positional[0];
-  const std::string json_out = a.value("--json");
-  const std::string keep_dir = a.value("--keep-logs");
-
+  const RunRequest req = run_request(a);
   BenchmarkJob job;
   std::vector<RunConfig> runs;
-  int cores = static_cast<int>(std::thread::hardware_concurrency());
-  if (cores <= 0) cores = 1;
   try {
-    job = load_benchmark_job(job_file);
-    if (a.has("--quick")) {
-      job.benchmark.warmup_steps = std::min(job.benchmark.warmup_steps, 1);
-      job.benchmark.measure_steps = std::min(job.benchmark.measure_steps, 2);
-      job.benchmark.repeats = 1;
-    }
-    runs = plan_runs(job, cores);
+    load_and_plan(req, job, runs);
   } catch (const SpecError& e) {
-    for (const auto& err : e.errors()) std::cerr << job_file << ": " << err.str() << "\n";
+    for (const auto& err : e.errors()) std::cerr << req.job_file << ": " << err.str() << "\n";
     return kExitUsage;
   }
-
-  if (!json_out.empty()) {
-    if (const std::string problem = check_writable(json_out); !problem.empty()) {
+  if (!req.json_out.empty()) {
+    if (const std::string problem = check_writable(req.json_out); !problem.empty()) {
       std::cerr << "trainbench run: " << problem << "\n";
       return kExitUsage;
     }
   }
-  std::string base = keep_dir;
-  const bool temp_base = keep_dir.empty();
-  if (temp_base) {
-    base = make_temp_base(job.metadata.name);
-  } else {
-    std::error_code ec;
-    fs::create_directories(keep_dir, ec);
-    if (ec || !fs::is_directory(keep_dir)) {
-      std::cerr << "trainbench run: --keep-logs " << keep_dir << ": cannot create directory"
-                << (ec ? " (" + ec.message() + ")" : "") << "\n";
-      return kExitUsage;
-    }
-  }
+  const std::optional<RunsBase> base = make_runs_base(req, job.metadata.name);
+  if (!base) return kExitUsage;
   std::string worker;
   try {
     worker = find_worker_binary();
   } catch (...) {
-    if (temp_base) ::rmdir(base.c_str());
+    if (base->temporary) ::rmdir(base->dir.c_str());
     throw;
   }
 
   install_interrupt_handlers();
   const bool tty = ::isatty(STDERR_FILENO) == 1;
   ProgressDisplay display(std::cerr, tty);
-  if (struct winsize ws {}; tty && ::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
-    display.set_width(ws.ws_col);
-  }
+  fit_to_terminal(display, tty);
   std::cerr << "trainbench: job " << job.metadata.name << ": " << runs.size() << (runs.size() == 1 ? " run" : " runs")
             << " of " << (job.benchmark.model.empty() ? "all-reduce" : job.benchmark.model) << " (worker " << worker
             << ")\n";
+  const SweepOutcome sweep = run_sweep(job, runs, worker, *base, display);
 
-  std::vector<RunOutcome> outcomes;
-  bool any_failed = false;
-  bool any_kept = false;
-  int interrupted = 0;
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    if ((interrupted = interrupt_signal()) != 0) break;
-    const RunConfig& run = runs[i];
-    ProgressRun pr;
-    pr.number = static_cast<int>(i) + 1;
-    pr.count = static_cast<int>(runs.size());
-    pr.label = run.label();
-    pr.model = run.paradigm == "allreduce" ? "(communication only)" : run.model;
-    pr.world_size = run.process_count();  // processes started (hybrid-ps: trainers + parameter servers)
-    pr.warmup_steps = run.warmup_steps;
-    display.begin(pr);
-
-    LocalExecutorOptions opts;
-    opts.worker = worker;
-    opts.runs_dir = base;
-    opts.keep_logs = !temp_base;
-    opts.active_deadline_seconds = job.run_policy.active_deadline_seconds;
-    opts.on_progress = [&display](const ProgressUpdate& p) { display.update(p); };
-    LocalRunOutcome o = run_local(run, opts);
-    any_kept = any_kept || o.logs_kept;
-
-    if (o.interrupted_by != 0) {
-      display.end("interrupted after " + format_seconds(o.elapsed_seconds));
-      interrupted = o.interrupted_by;
-      if (o.logs_kept) std::cerr << "  logs kept in " << o.run_dir << "\n";
-      break;
-    }
-    if (o.outcome.result) {
-      display.end("done in " + format_seconds(o.elapsed_seconds) + median_status(*o.outcome.result));
-    } else {
-      any_failed = true;
-      display.end("FAILED after " + format_seconds(o.elapsed_seconds) + ": " + o.outcome.error);
-      print_failure(o);
-    }
-    outcomes.push_back(std::move(o.outcome));
-  }
-  if (interrupted == 0) interrupted = interrupt_signal();
-
-  if (temp_base && !any_kept) ::rmdir(base.c_str());
-  if (interrupted != 0) {
-    std::cerr << "trainbench: interrupted by " << (interrupted == SIGINT ? "SIGINT" : interrupted == SIGTERM ? "SIGTERM"
-                                                                                   : "signal " + std::to_string(interrupted))
+  if (base->temporary && !sweep.any_kept) ::rmdir(base->dir.c_str());
+  if (sweep.interrupted != 0) {
+    std::cerr << "trainbench: interrupted by " << interrupt_name(sweep.interrupted)
               << "; all ranks were stopped; no report written\n";
-    return 128 + interrupted;
+    return 128 + sweep.interrupted;
   }
-
-  const Report report = build_report(job, runs, outcomes);
-  std::cout << format_report(report);
-  std::cout.flush();
-  int rc = any_failed ? kExitRunFailed : kExitOk;
-  if (!json_out.empty()) {
-    try {
-      write_file_atomically(json_out, to_json(report).dump(2) + "\n");
-    } catch (const std::exception& e) {
-      std::cerr << "trainbench run: error: " << e.what() << "\n";
-      rc = kExitError;
-    }
-  }
-  if (any_failed) {
-    std::cerr << "trainbench: " << (any_kept ? "logs of the failed runs are kept (see above); " : "")
-              << "one or more runs failed\n";
-  }
-  return rc;
+  return report_sweep(req, job, runs, sweep);
 }
 
 }  // namespace trainbench::cli

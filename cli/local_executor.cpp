@@ -279,6 +279,220 @@ void write_all(int fd, const char* s) {
   ::_exit(127);
 }
 
+/// The children of a run and everything their start needs (prepared[i] belongs to children[i]).
+struct RankProcesses {
+  std::vector<Child> children;
+  std::vector<Prepared> prepared;
+  pid_t pgid = 0;  ///< the run's process group: the first child's pid, 0 before it exists
+};
+
+/// Environment, log file and identity of every rank to start; throws std::runtime_error (the
+/// log files opened so far are closed, nothing has been started).
+void prepare_ranks(const RunConfig& run, const LocalExecutorOptions& opts, const std::string& run_dir, int port,
+                   RankProcesses& procs) {
+  try {
+    for (const RankLaunch& launch : rank_launches(run, opts, port, run_dir)) {
+      Prepared p;
+      p.env = child_environment(launch.env);
+      for (auto& s : p.env) p.envp.push_back(s.data());
+      p.envp.push_back(nullptr);
+      Child c;
+      c.rank = launch.placement.rank;
+      c.who = rank_role(run, launch.placement);
+      c.log = run_dir + "/rank-" + std::to_string(launch.placement.rank) + ".log";
+      p.log_fd = ::open(c.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (p.log_fd < 0) throw std::runtime_error("cannot create " + c.log + ": " + std::strerror(errno));
+      procs.prepared.push_back(std::move(p));
+      procs.children.push_back(c);
+    }
+  } catch (const std::exception&) {
+    for (auto& p : procs.prepared) ::close(p.log_fd);
+    procs.prepared.clear();
+    procs.children.clear();
+    throw;
+  }
+}
+
+/// Forks every prepared rank into one process group (the first child leads it); stops early at
+/// an interrupt or a failed fork. Closes the log files; `children` keeps only the started ranks.
+/// Returns the fork error, "" if none.
+std::string spawn_ranks(const LocalExecutorOptions& opts, RankProcesses& procs) {
+  std::string argv0 = "trainbench-worker";
+  char* argv[] = {argv0.data(), nullptr};
+  const std::string exec_error = "trainbench: cannot execute " + opts.worker + ": ";
+  const pid_t self = ::getpid();
+  std::string spawn_error;
+  std::size_t spawned = 0;
+  auto& children = procs.children;
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    if (interrupt_signal() != 0) break;
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      spawn_error =
+          std::string("cannot start rank ") + std::to_string(children[i].rank) + ": fork: " + std::strerror(errno);
+      break;
+    }
+    if (pid == 0) {
+      child_main(opts.worker, argv, procs.prepared[i].envp.data(), procs.prepared[i].log_fd, self, procs.pgid,
+                 exec_error.c_str());
+    }
+    // Also from the parent, so the group exists before the next fork whatever the scheduling.
+    ::setpgid(pid, procs.pgid == 0 ? pid : procs.pgid);
+    if (procs.pgid == 0) procs.pgid = pid;
+    children[i].pid = pid;
+#ifdef SYS_pidfd_open
+    children[i].pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));  // close-on-exec
+#endif
+    ++spawned;
+  }
+  for (auto& p : procs.prepared) ::close(p.log_fd);
+  children.resize(spawned);
+  return spawn_error;
+}
+
+void close_pidfds(std::vector<Child>& children) {
+  for (auto& c : children) {
+    if (c.pidfd >= 0) ::close(c.pidfd);
+    c.pidfd = -1;
+  }
+}
+
+/// Calls on_progress when rank 0's progress file changed since `last` (inode, mtime or size).
+void report_progress(const std::string& progress_file, struct stat& last,
+                     const std::function<void(const ProgressUpdate&)>& on_progress) {
+  struct stat st {};
+  if (::stat(progress_file.c_str(), &st) == 0 &&
+      (st.st_ino != last.st_ino || st.st_mtim.tv_sec != last.st_mtim.tv_sec ||
+       st.st_mtim.tv_nsec != last.st_mtim.tv_nsec || st.st_size != last.st_size)) {
+    last = st;
+    if (auto p = parse_progress(read_file(progress_file))) on_progress(*p);
+  }
+}
+
+/// Sleeps until a rank exits (its pidfd becomes readable, so the first rank to die is seen
+/// first, before its peers react to it), the poll interval passes, or a signal arrives
+/// (SIGINT/SIGTERM handlers have no SA_RESTART, so both calls return early).
+void wait_for_exit_or_tick(const std::vector<Child>& children, int poll_ms) {
+  std::vector<pollfd> fds;
+  bool all_pidfds = true;
+  for (const auto& c : children) {
+    if (c.exited) continue;
+    if (c.pidfd < 0) {
+      all_pidfds = false;
+    } else {
+      fds.push_back({c.pidfd, POLLIN, 0});
+    }
+  }
+  if (all_pidfds && !fds.empty()) {
+    ::poll(fds.data(), fds.size(), poll_ms);
+  } else {
+    const timespec ts = {0, static_cast<long>(std::min(poll_ms, 999)) * 1000000L};
+    ::nanosleep(&ts, nullptr);
+  }
+}
+
+/// Why monitoring stopped (an interrupt is read from interrupt_signal()).
+struct MonitorOutcome {
+  std::vector<std::size_t> failed;  ///< indexes of children that failed in the first failing poll
+  bool deadline_hit = false;
+};
+
+/// Watches the ranks until one fails, all have exited, the deadline passes or an interrupt
+/// arrives; reports rank 0's progress meanwhile. Reaps nothing.
+MonitorOutcome monitor_ranks(std::vector<Child>& children, const LocalExecutorOptions& opts, double start,
+                             const std::string& progress_file) {
+  const double deadline = opts.active_deadline_seconds > 0 ? start + opts.active_deadline_seconds : 0;
+  struct stat last_progress {};
+  MonitorOutcome m;
+  for (;;) {
+    if (interrupt_signal() != 0) break;
+    bool running = false;
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      Child& c = children[i];
+      if (c.exited) continue;
+      poll_exit(c);
+      if (c.failed()) m.failed.push_back(i);
+      running = running || !c.exited;
+    }
+    if (!m.failed.empty() || !running) break;
+    if (opts.on_progress) report_progress(progress_file, last_progress, opts.on_progress);
+    if (deadline > 0 && now_s() >= deadline) {
+      m.deadline_hit = true;
+      break;
+    }
+    wait_for_exit_or_tick(children, opts.poll_ms);
+  }
+  return m;
+}
+
+/// Sets the run's error from the rank that most likely failed it and points at its log.
+void describe_failure(const std::vector<Child>& children, const std::vector<std::size_t>& failed,
+                      LocalRunOutcome& out) {
+  // Several ranks seen dead in the same poll: the one killed by a signal, else the lowest
+  // rank, is the likely cause (the others usually fail because their peer went away).
+  auto cause = *std::min_element(failed.begin(), failed.end(), [&](std::size_t a, std::size_t b) {
+    const bool sa = children[a].code != CLD_EXITED, sb = children[b].code != CLD_EXITED;
+    if (sa != sb) return sa;
+    return children[a].rank < children[b].rank;
+  });
+  const Child& c = children[cause];
+  const auto lines = nonempty_lines(read_file(c.log, 64 * 1024));
+  std::string error = describe_exit(c);
+  if (const std::string line = error_line(c, lines); !line.empty()) error += ": " + truncate(line, 400);
+  out.outcome.error = error;
+  out.failed_rank = c.rank;
+  out.failed_log = c.log;
+  out.log_tail = tail(lines, 10);
+}
+
+/// Every rank exited 0: the result rank 0 must have written, checked against the run.
+RunOutcome read_run_result(const RunConfig& run, const std::string& result_file) {
+  RunOutcome o;
+  const std::string text = read_file(result_file);
+  if (text.empty()) {
+    o.error = "all ranks exited 0 but rank 0 wrote no result to " + result_file;
+    return o;
+  }
+  try {
+    RunResult r = run_result_from_json(nlohmann::json::parse(text));
+    if (r.world_size != run.world_size() || static_cast<int>(r.ranks.size()) != run.world_size()) {
+      o.error = "invalid result " + result_file + ": expected " + std::to_string(run.world_size()) +
+                " ranks, got worldSize " + std::to_string(r.world_size) + " with " + std::to_string(r.ranks.size()) +
+                " rank entries";
+    } else if (static_cast<int>(r.servers.size()) != run.parameter_servers) {
+      o.error = "invalid result " + result_file + ": expected " + std::to_string(run.parameter_servers) +
+                " parameter server entries, got " + std::to_string(r.servers.size());
+    } else if (r.run_index != run.index) {
+      o.error = "invalid result " + result_file + ": runIndex " + std::to_string(r.run_index) + ", expected " +
+                std::to_string(run.index);
+    } else {
+      o.result = std::move(r);
+    }
+  } catch (const std::exception& e) {
+    o.error = "invalid result " + result_file + ": " + e.what();
+  }
+  return o;
+}
+
+/// The run's outcome once every rank is reaped: the failure, interrupt or deadline that ended
+/// it, or its result.
+void settle_outcome(const RunConfig& run, const LocalExecutorOptions& opts, const std::vector<Child>& children,
+                    const MonitorOutcome& m, const std::string& result_file, LocalRunOutcome& out) {
+  if (!m.failed.empty()) {
+    describe_failure(children, m.failed, out);
+  } else if (interrupt_signal() != 0) {
+    out.interrupted_by = interrupt_signal();
+    out.outcome.error = "interrupted by " + signal_name(out.interrupted_by) + "; all ranks were stopped";
+  } else if (m.deadline_hit) {
+    out.outcome.error = "run exceeded spec.runPolicy.activeDeadlineSeconds (" +
+                        std::to_string(opts.active_deadline_seconds) + " s); all ranks were stopped";
+  } else if (!opts.expect_result) {
+    // Every rank exited 0 and the result goes elsewhere (node-launch: rank 0 hands it to the master).
+  } else {
+    out.outcome = read_run_result(run, result_file);
+  }
+}
+
 }  // namespace
 
 std::string find_worker_binary() {
@@ -330,191 +544,49 @@ int pick_free_port() {
   return ntohs(addr.sin_port);
 }
 
+std::vector<RankLaunch> rank_launches(const RunConfig& run, const LocalExecutorOptions& opts, int master_port,
+                                      const std::string& run_dir) {
+  std::vector<RankLaunch> launches;
+  for (const auto& placement : placements(run)) {
+    if (opts.node_rank >= 0 && placement.node_rank != opts.node_rank) continue;
+    // node-launch starts one node's trainers; the operator runs each parameter server in a pod of its own.
+    if (opts.node_rank >= 0 && placement.role != kRoleTrainer) continue;
+    auto vars = rank_environment(run, placement, opts.master_addr, master_port);
+    vars["TRAINBENCH_RESULT_FILE"] = run_dir + "/result.json";
+    vars["TRAINBENCH_PROGRESS_FILE"] = run_dir + "/progress.json";
+    launches.push_back({placement, std::move(vars)});
+  }
+  return launches;
+}
+
 LocalRunOutcome run_local(const RunConfig& run, const LocalExecutorOptions& opts) {
   LocalRunOutcome out;
   const double start = now_s();
-  std::vector<Child> children;
-  pid_t pgid = 0;
+  RankProcesses procs;
 
   auto fail_setup = [&](const std::string& error) {
-    stop_and_reap(children, pgid, opts.grace_seconds);
-    for (auto& c : children) {
-      if (c.pidfd >= 0) ::close(c.pidfd);
-    }
+    stop_and_reap(procs.children, procs.pgid, opts.grace_seconds);
+    close_pidfds(procs.children);
     out.outcome.error = error;
     out.logs_kept = !out.run_dir.empty();
     out.elapsed_seconds = now_s() - start;
     return out;
   };
 
-  std::vector<Prepared> prepared;
-  std::string result_file, progress_file;
   try {
     out.run_dir = make_run_dir(opts.runs_dir, run);
-    result_file = out.run_dir + "/result.json";
-    progress_file = out.run_dir + "/progress.json";
     const int port = opts.master_port > 0 ? opts.master_port : pick_free_port();
-    for (const auto& placement : placements(run)) {
-      if (opts.node_rank >= 0 && placement.node_rank != opts.node_rank) continue;
-      // node-launch starts one node's trainers; the operator runs each parameter server in a pod of its own.
-      if (opts.node_rank >= 0 && placement.role != kRoleTrainer) continue;
-      auto vars = rank_environment(run, placement, opts.master_addr, port);
-      vars["TRAINBENCH_RESULT_FILE"] = result_file;
-      vars["TRAINBENCH_PROGRESS_FILE"] = progress_file;
-      Prepared p;
-      p.env = child_environment(vars);
-      for (auto& s : p.env) p.envp.push_back(s.data());
-      p.envp.push_back(nullptr);
-      Child c;
-      c.rank = placement.rank;
-      c.who = rank_role(run, placement);
-      c.log = out.run_dir + "/rank-" + std::to_string(placement.rank) + ".log";
-      p.log_fd = ::open(c.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (p.log_fd < 0) throw std::runtime_error("cannot create " + c.log + ": " + std::strerror(errno));
-      prepared.push_back(std::move(p));
-      children.push_back(c);
-    }
+    prepare_ranks(run, opts, out.run_dir, port, procs);
   } catch (const std::exception& e) {
-    for (auto& p : prepared) ::close(p.log_fd);
-    children.clear();
     return fail_setup(e.what());
   }
+  if (const std::string spawn_error = spawn_ranks(opts, procs); !spawn_error.empty()) return fail_setup(spawn_error);
 
-  std::string argv0 = "trainbench-worker";
-  char* argv[] = {argv0.data(), nullptr};
-  const std::string exec_error = "trainbench: cannot execute " + opts.worker + ": ";
-  const pid_t self = ::getpid();
-  std::string spawn_error;
-  std::size_t spawned = 0;
-  for (std::size_t i = 0; i < children.size(); ++i) {
-    if (interrupt_signal() != 0) break;
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-      spawn_error = std::string("cannot start rank ") + std::to_string(children[i].rank) + ": fork: " +
-                    std::strerror(errno);
-      break;
-    }
-    if (pid == 0) {
-      child_main(opts.worker, argv, prepared[i].envp.data(), prepared[i].log_fd, self, pgid, exec_error.c_str());
-    }
-    // Also from the parent, so the group exists before the next fork whatever the scheduling.
-    ::setpgid(pid, pgid == 0 ? pid : pgid);
-    if (pgid == 0) pgid = pid;
-    children[i].pid = pid;
-#ifdef SYS_pidfd_open
-    children[i].pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));  // close-on-exec
-#endif
-    ++spawned;
-  }
-  for (auto& p : prepared) ::close(p.log_fd);
-  children.resize(spawned);
-  if (!spawn_error.empty()) return fail_setup(spawn_error);
-
-  // ---- monitor ----
-  const double deadline = opts.active_deadline_seconds > 0 ? start + opts.active_deadline_seconds : 0;
-  struct stat last_progress {};
-  bool deadline_hit = false;
-  std::vector<std::size_t> failed;  // indexes of children that failed in the first failing poll
-  for (;;) {
-    if (interrupt_signal() != 0) break;
-    bool running = false;
-    for (std::size_t i = 0; i < children.size(); ++i) {
-      Child& c = children[i];
-      if (c.exited) continue;
-      poll_exit(c);
-      if (c.failed()) failed.push_back(i);
-      running = running || !c.exited;
-    }
-    if (!failed.empty() || !running) break;
-    if (opts.on_progress) {
-      struct stat st {};
-      if (::stat(progress_file.c_str(), &st) == 0 &&
-          (st.st_ino != last_progress.st_ino || st.st_mtim.tv_sec != last_progress.st_mtim.tv_sec ||
-           st.st_mtim.tv_nsec != last_progress.st_mtim.tv_nsec || st.st_size != last_progress.st_size)) {
-        last_progress = st;
-        if (auto p = parse_progress(read_file(progress_file))) opts.on_progress(*p);
-      }
-    }
-    if (deadline > 0 && now_s() >= deadline) {
-      deadline_hit = true;
-      break;
-    }
-    // Sleep until a rank exits (its pidfd becomes readable, so the first rank to die is seen
-    // first, before its peers react to it), the poll interval passes, or a signal arrives
-    // (SIGINT/SIGTERM handlers have no SA_RESTART, so both calls return early).
-    std::vector<pollfd> fds;
-    bool all_pidfds = true;
-    for (const auto& c : children) {
-      if (c.exited) continue;
-      if (c.pidfd < 0) all_pidfds = false;
-      else fds.push_back({c.pidfd, POLLIN, 0});
-    }
-    if (all_pidfds && !fds.empty()) {
-      ::poll(fds.data(), fds.size(), opts.poll_ms);
-    } else {
-      struct timespec ts {0, static_cast<long>(std::min(opts.poll_ms, 999)) * 1000000L};
-      ::nanosleep(&ts, nullptr);
-    }
-  }
-
-  stop_and_reap(children, pgid, opts.grace_seconds);
-  for (auto& c : children) {
-    if (c.pidfd >= 0) ::close(c.pidfd);
-    c.pidfd = -1;
-  }
+  const MonitorOutcome m = monitor_ranks(procs.children, opts, start, out.run_dir + "/progress.json");
+  stop_and_reap(procs.children, procs.pgid, opts.grace_seconds);
+  close_pidfds(procs.children);
   out.elapsed_seconds = now_s() - start;
-
-  if (!failed.empty()) {
-    // Several ranks seen dead in the same poll: the one killed by a signal, else the lowest
-    // rank, is the likely cause (the others usually fail because their peer went away).
-    auto cause = *std::min_element(failed.begin(), failed.end(), [&](std::size_t a, std::size_t b) {
-      const bool sa = children[a].code != CLD_EXITED, sb = children[b].code != CLD_EXITED;
-      if (sa != sb) return sa;
-      return children[a].rank < children[b].rank;
-    });
-    const Child& c = children[cause];
-    const auto lines = nonempty_lines(read_file(c.log, 64 * 1024));
-    std::string error = describe_exit(c);
-    if (const std::string line = error_line(c, lines); !line.empty()) error += ": " + truncate(line, 400);
-    out.outcome.error = error;
-    out.failed_rank = c.rank;
-    out.failed_log = c.log;
-    out.log_tail = tail(lines, 10);
-  } else if (interrupt_signal() != 0) {
-    out.interrupted_by = interrupt_signal();
-    out.outcome.error = "interrupted by " + signal_name(out.interrupted_by) + "; all ranks were stopped";
-  } else if (deadline_hit) {
-    out.outcome.error = "run exceeded spec.runPolicy.activeDeadlineSeconds (" +
-                        std::to_string(opts.active_deadline_seconds) + " s); all ranks were stopped";
-  } else if (!opts.expect_result) {
-    // Every rank exited 0 and the result goes elsewhere (node-launch: rank 0 hands it to the master).
-  } else {
-    // Every rank exited 0: rank 0 must have written the result.
-    const std::string text = read_file(result_file);
-    if (text.empty()) {
-      out.outcome.error = "all ranks exited 0 but rank 0 wrote no result to " + result_file;
-    } else {
-      try {
-        RunResult r = run_result_from_json(nlohmann::json::parse(text));
-        if (r.world_size != run.world_size() || static_cast<int>(r.ranks.size()) != run.world_size()) {
-          out.outcome.error = "invalid result " + result_file + ": expected " + std::to_string(run.world_size()) +
-                              " ranks, got worldSize " + std::to_string(r.world_size) + " with " +
-                              std::to_string(r.ranks.size()) + " rank entries";
-        } else if (static_cast<int>(r.servers.size()) != run.parameter_servers) {
-          out.outcome.error = "invalid result " + result_file + ": expected " +
-                              std::to_string(run.parameter_servers) + " parameter server entries, got " +
-                              std::to_string(r.servers.size());
-        } else if (r.run_index != run.index) {
-          out.outcome.error = "invalid result " + result_file + ": runIndex " + std::to_string(r.run_index) +
-                              ", expected " + std::to_string(run.index);
-        } else {
-          out.outcome.result = std::move(r);
-        }
-      } catch (const std::exception& e) {
-        out.outcome.error = "invalid result " + result_file + ": " + e.what();
-      }
-    }
-  }
+  settle_outcome(run, opts, procs.children, m, out.run_dir + "/result.json", out);
 
   const bool ok = out.outcome.result.has_value();
   if (ok && !opts.keep_logs) {

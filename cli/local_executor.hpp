@@ -1,7 +1,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "cli/progress.hpp"
 #include "core/report.hpp"
@@ -41,6 +43,19 @@ std::string find_worker_binary();
 
 /// A TCP port that was free on 127.0.0.1 a moment ago (bind to port 0, read it, close).
 int pick_free_port();
+
+/// One worker process run_local starts: its place in the run and the variables it gets on top
+/// of the CLI's own environment (the rank's torchrun variables, rank_environment, plus
+/// TRAINBENCH_RESULT_FILE and TRAINBENCH_PROGRESS_FILE under run_dir).
+struct RankLaunch {
+  RankPlacement placement;
+  std::map<std::string, std::string> env;
+};
+
+/// The processes run_local starts for `run`, in rank order: every placement, or with
+/// opts.node_rank >= 0 (node-launch) that node's trainers only.
+std::vector<RankLaunch> rank_launches(const RunConfig& run, const LocalExecutorOptions& opts, int master_port,
+                                      const std::string& run_dir);
 
 /// Runs one configuration as process_count() local worker processes (the trainers, then any
 /// parameter servers: placements(run)), one process group, each with

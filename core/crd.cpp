@@ -5,6 +5,7 @@
 #include <limits>
 #include <optional>
 
+#include "core/job_status.hpp"
 #include "core/spec.hpp"
 #include "core/yaml_json.hpp"
 
@@ -477,18 +478,10 @@ json printer_column(const std::string& name, const std::string& type, const std:
 
 }  // namespace
 
-const std::vector<std::string>& known_job_phases() {
-  static const std::vector<std::string> v{"Pending", "Running", "Succeeded", "Failed", "Invalid"};
-  return v;
-}
-const std::vector<std::string>& known_run_phases() {
-  static const std::vector<std::string> v{"Pending", "Starting", "Running", "Restarting", "Succeeded", "Failed"};
-  return v;
-}
-const std::vector<std::string>& known_condition_types() {
-  static const std::vector<std::string> v{"Invalid", "Running", "Succeeded", "Failed"};
-  return v;
-}
+// The status vocabulary is core/job_status.hpp's: the CRD's enums are its texts.
+const std::vector<std::string>& known_job_phases() { return job_phase_names(); }
+const std::vector<std::string>& known_run_phases() { return run_phase_names(); }
+const std::vector<std::string>& known_condition_types() { return condition_type_names(); }
 
 nlohmann::json benchmarkjob_schema() {
   json metadata = {{"type", "object"},

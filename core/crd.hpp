@@ -23,9 +23,9 @@ inline constexpr const char* kCrdRegenerate = "./build/cli/trainbench crd > crds
 /// A status condition's message: metav1.Condition's maxLength (the operator cuts to it).
 inline constexpr int kMaxConditionMessageLength = 32768;
 
-/// Status vocabulary, shared by the CRD schema and the operator.
+/// Status vocabulary in the CRD's enums: the texts of core/job_status.hpp's enums.
 const std::vector<std::string>& known_job_phases();       ///< Pending, Running, Succeeded, Failed, Invalid
-const std::vector<std::string>& known_run_phases();       ///< Pending, Running, Succeeded, Failed
+const std::vector<std::string>& known_run_phases();       ///< Pending, Starting, Running, Restarting, Succeeded, Failed
 const std::vector<std::string>& known_condition_types();  ///< Invalid, Running, Succeeded, Failed
 
 /// The CRD's openAPIV3Schema (the whole BenchmarkJob object: spec and status).

@@ -134,13 +134,10 @@ void per_rank_block(std::ostream& os, const std::vector<const RunReport*>& runs,
   }
 }
 
-}  // namespace
-
-std::string format_report(const Report& report) {
-  std::ostringstream os;
+/// The title block and the "* name: value" lines of the environment the runs were measured in.
+void environment_header(std::ostringstream& os, const EnvironmentInfo& e) {
   const std::string title = "trainbench distributed benchmark suite";
   os << dash_line(title.size()) << "\n" << title << "\n" << dash_line(title.size()) << "\n\n";
-  const EnvironmentInfo& e = report.environment;
   os << "* trainbench version: " << (e.trainbench_version.empty() ? "unknown" : e.trainbench_version) << "\n";
   os << "* libtorch version: " << (e.libtorch_version.empty() ? "unknown" : e.libtorch_version) << "\n";
   os << "* CUDA version: " << (e.cuda_version.empty() ? "none" : e.cuda_version) << "\n";
@@ -152,21 +149,26 @@ std::string format_report(const Report& report) {
   os << "* BLAS: " << (e.blas.empty() ? "unknown" : e.blas) << "\n";
   if (!e.hostname.empty()) os << "* Host: " << e.hostname << "\n";
   os << "\n";
-  if (!report.runs.empty() && std::all_of(report.runs.begin(), report.runs.end(),
-                                          [](const RunReport& r) { return r.paradigm == "allreduce"; })) {
-    os << "Benchmark: all-reduce (communication only)\n";
-    for (const auto& r : report.runs) {
-      if (r.phase != "Succeeded") os << "\n" << row_name(r) << "  FAILED: " << first_line(r.error) << "\n";
-    }
-    return os.str() + format_allreduce_runs(report);
-  }
-  benchmark_title(os, report);
-  os << "(" << report.precision << "; " << report.warmup_steps << " warm-up steps, then " << report.repeats << " x "
-     << report.measure_steps << " measured steps, median of the repeats; ex/sec counts all devices)\n\n";
+}
 
-  std::vector<const RunReport*> runs;
-  for (const auto& r : report.runs) runs.push_back(&r);
-  const std::size_t w = name_width(runs);
+bool every_run_is_allreduce(const Report& report) {
+  return !report.runs.empty() && std::all_of(report.runs.begin(), report.runs.end(),
+                                             [](const RunReport& r) { return r.paradigm == "allreduce"; });
+}
+
+/// The body of a report whose runs are all paradigm allreduce: its failures, then the bus
+/// bandwidth tables.
+std::string allreduce_only_body(const Report& report) {
+  std::ostringstream os;
+  os << "Benchmark: all-reduce (communication only)\n";
+  for (const auto& r : report.runs) {
+    if (r.phase != "Succeeded") os << "\n" << row_name(r) << "  FAILED: " << first_line(r.error) << "\n";
+  }
+  return os.str() + format_allreduce_runs(report);
+}
+
+/// One row per run: p50/p75/p90/p95 sec/iter and ex/sec, speedup and efficiency.
+void throughput_table(std::ostringstream& os, const std::vector<const RunReport*>& runs, std::size_t w) {
   const std::string cell_head = std::string(6, ' ') + pad_left("sec/iter", 10) + pad_left("ex/sec", 11);
   os << pad_right("", w) << cell_head << cell_head << cell_head << cell_head << pad_left("speedup", 10)
      << pad_left("efficiency", 12) << "\n";
@@ -190,6 +192,10 @@ std::string format_report(const Report& report) {
     os << pad_left(r->speedup ? printf_str("%.2fx", *r->speedup) : "-", 10)
        << pad_left(r->efficiency ? printf_str("%.1f%%", *r->efficiency * 100.0) : "-", 12) << "\n";
   }
+}
+
+/// What speedup and efficiency are relative to, or why they are missing.
+void speedup_note(std::ostringstream& os, const Report& report) {
   if (report.baseline_run && static_cast<std::size_t>(*report.baseline_run) < report.runs.size()) {
     const auto& b = report.runs[static_cast<std::size_t>(*report.baseline_run)];
     os << "\nspeedup = p50 ex/sec / p50 ex/sec of \"" << b.devices_label << " -- " << b.label
@@ -197,73 +203,76 @@ std::string format_report(const Report& report) {
   } else {
     os << "\nno single-device run succeeded: speedup and efficiency are not computed\n";
   }
+}
 
+/// First -> last measured loss of every succeeded run that recorded one (nothing if none did).
+void loss_block(std::ostringstream& os, const std::vector<const RunReport*>& runs, std::size_t w) {
   const bool any_loss = std::any_of(runs.begin(), runs.end(), [](const RunReport* r) {
     return r->phase == "Succeeded" && r->loss_start && r->loss_end;
   });
-  if (any_loss) {
-    os << "\nLoss (mean over ranks) at the first -> the last measured step:\n\n";
-    for (const auto* r : runs) {
-      if (r->phase != "Succeeded" || !r->loss_start || !r->loss_end) continue;
-      os << pad_left(row_name(*r), w) << "  " << printf_str("%.4f", *r->loss_start) << " -> "
-         << printf_str("%.4f", *r->loss_end) << "\n";
-    }
+  if (!any_loss) return;
+  os << "\nLoss (mean over ranks) at the first -> the last measured step:\n\n";
+  for (const auto* r : runs) {
+    if (r->phase != "Succeeded" || !r->loss_start || !r->loss_end) continue;
+    os << pad_left(row_name(*r), w) << "  " << printf_str("%.4f", *r->loss_start) << " -> "
+       << printf_str("%.4f", *r->loss_end) << "\n";
   }
-
-  paradigm_table(os, runs);
-
-  per_rank_block(os, runs, w);
-  os << format_hybrid_ps_runs(report);
-  os << format_allreduce_runs(report);
-  return os.str();
 }
 
-std::string format_diff(const Report& base, const Report& test) {
-  std::ostringstream os;
+/// One line of the diff's settings table: name, baseline value, test value.
+struct SettingRow {
+  std::string name;
+  std::string base;
+  std::string test;
+};
+
+std::vector<SettingRow> setting_rows(const Report& base, const Report& test) {
   auto num = [](double v) {
     std::ostringstream s;
     s << v;
     return s.str();
   };
-  const std::vector<std::pair<std::string, std::pair<std::string, std::string>>> rows = {
-      {"backend", {base.environment.backend, test.environment.backend}},
-      {"batch_size_per_device",
-       {std::to_string(base.batch_size_per_device), std::to_string(test.batch_size_per_device)}},
-      {"blas", {base.environment.blas, test.environment.blas}},
-      {"bucket_cap_mb", {num(base.bucket_cap_mb), num(test.bucket_cap_mb)}},
-      {"cuda_version", {base.environment.cuda_version, test.environment.cuda_version}},
-      {"device", {base.environment.device, test.environment.device}},
-      {"gradient_compression", {base.gradient_compression, test.gradient_compression}},
-      {"libtorch_version", {base.environment.libtorch_version, test.environment.libtorch_version}},
-      {"measure_steps", {std::to_string(base.measure_steps), std::to_string(test.measure_steps)}},
-      {"model", {base.model, test.model}},
-      {"precision", {base.precision, test.precision}},
-      {"repeats", {std::to_string(base.repeats), std::to_string(test.repeats)}},
-      {"threads_per_process",
-       {std::to_string(base.environment.threads_per_process), std::to_string(test.environment.threads_per_process)}},
-      {"trainbench_version", {base.environment.trainbench_version, test.environment.trainbench_version}},
+  const EnvironmentInfo& be = base.environment;
+  const EnvironmentInfo& te = test.environment;
+  return {
+      {"backend", be.backend, te.backend},
+      {"batch_size_per_device", std::to_string(base.batch_size_per_device), std::to_string(test.batch_size_per_device)},
+      {"blas", be.blas, te.blas},
+      {"bucket_cap_mb", num(base.bucket_cap_mb), num(test.bucket_cap_mb)},
+      {"cuda_version", be.cuda_version, te.cuda_version},
+      {"device", be.device, te.device},
+      {"gradient_compression", base.gradient_compression, test.gradient_compression},
+      {"libtorch_version", be.libtorch_version, te.libtorch_version},
+      {"measure_steps", std::to_string(base.measure_steps), std::to_string(test.measure_steps)},
+      {"model", base.model, test.model},
+      {"precision", base.precision, test.precision},
+      {"repeats", std::to_string(base.repeats), std::to_string(test.repeats)},
+      {"threads_per_process", std::to_string(be.threads_per_process), std::to_string(te.threads_per_process)},
+      {"trainbench_version", be.trainbench_version, te.trainbench_version},
   };
+}
+
+/// The settings side by side ("name:  baseline vs test"), "-" for an empty value.
+void settings_table(std::ostringstream& os, const std::vector<SettingRow>& rows) {
   std::size_t kw = 0, vw = std::string("baseline").size();
   for (const auto& r : rows) {
-    kw = std::max(kw, r.first.size() + 1);
-    vw = std::max(vw, r.second.first.empty() ? 1 : r.second.first.size());
+    kw = std::max(kw, r.name.size() + 1);
+    vw = std::max(vw, r.base.empty() ? 1 : r.base.size());
   }
   auto show = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
   os << pad_right("", kw) << "  " << pad_right("baseline", vw) << "    test\n";
   os << pad_right("", kw) << "  " << pad_right("--------", vw) << "    ----\n";
   for (const auto& r : rows) {
-    os << pad_right(r.first + ":", kw) << "  " << pad_right(show(r.second.first), vw) << " vs " << show(r.second.second)
-       << "\n";
+    os << pad_right(r.name + ":", kw) << "  " << pad_right(show(r.base), vw) << " vs " << show(r.test) << "\n";
   }
-  os << "\n";
-  benchmark_title(os, base);
-  if (test.model != base.model || test.batch_size_per_device != base.batch_size_per_device) {
-    os << "(test: " << test.model << " with batch size " << test.batch_size_per_device << ")\n";
-  }
-  os << "\n";
+}
 
-  // Configurations in baseline order, then those only in test.
-  std::vector<std::pair<const RunReport*, const RunReport*>> pairs;
+/// A configuration of the diff: its run in the baseline and in the test (nullptr where missing).
+using RunPair = std::pair<const RunReport*, const RunReport*>;
+
+/// Configurations in baseline order, then those only in test, matched by row name.
+std::vector<RunPair> paired_runs(const Report& base, const Report& test) {
+  std::vector<RunPair> pairs;
   std::map<std::string, const RunReport*> test_by_name;
   for (const auto& r : test.runs) test_by_name.emplace(row_name(r), &r);
   std::vector<std::string> seen;
@@ -275,6 +284,39 @@ std::string format_diff(const Report& base, const Report& test) {
   for (const auto& r : test.runs) {
     if (std::find(seen.begin(), seen.end(), row_name(r)) == seen.end()) pairs.emplace_back(nullptr, &r);
   }
+  return pairs;
+}
+
+/// The rest of one configuration's diff row (after its name): the test's p75 and p95 with the
+/// change of ex/sec, or why there is nothing to compare.
+void diff_cells(std::ostringstream& os, const RunReport* b, const RunReport* t) {
+  if (!b) {
+    os << "  only in test\n";
+    return;
+  }
+  if (!t) {
+    os << "  only in baseline\n";
+    return;
+  }
+  if (b->phase != "Succeeded" || t->phase != "Succeeded") {
+    os << "  " << (b->phase != "Succeeded" ? "failed in baseline" : "")
+       << (b->phase != "Succeeded" && t->phase != "Succeeded" ? ", " : "")
+       << (t->phase != "Succeeded" ? "failed in test" : "") << "\n";
+    return;
+  }
+  if (b->allreduce || t->allreduce) {
+    os << "  all-reduce: busbw compared below\n";
+    return;
+  }
+  auto cell = [](const char* name, double sec, double ex, double base_ex) {
+    std::string d = base_ex > 0 ? printf_str("%+.1f%%", (ex - base_ex) / base_ex * 100.0) : std::string("n/a");
+    return std::string("  ") + name + pad_left(fmt_sec(sec), 10) + pad_left(fmt_rate(ex), 11) + pad_left(d, 9);
+  };
+  os << cell("p75:", t->sec_per_iter.p75, t->examples_per_sec.p75, b->examples_per_sec.p75)
+     << cell("p95:", t->sec_per_iter.p95, t->examples_per_sec.p95, b->examples_per_sec.p95) << "\n";
+}
+
+void diff_table(std::ostringstream& os, const std::vector<RunPair>& pairs) {
   std::size_t w = 0;
   for (const auto& p : pairs) w = std::max(w, row_name(p.first ? *p.first : *p.second).size());
   const std::string cell_head =
@@ -282,31 +324,43 @@ std::string format_diff(const Report& base, const Report& test) {
   os << pad_right("", w) << cell_head << cell_head << "\n";
   for (const auto& [b, t] : pairs) {
     os << pad_left(row_name(b ? *b : *t), w);
-    if (!b) {
-      os << "  only in test\n";
-      continue;
-    }
-    if (!t) {
-      os << "  only in baseline\n";
-      continue;
-    }
-    if (b->phase != "Succeeded" || t->phase != "Succeeded") {
-      os << "  " << (b->phase != "Succeeded" ? "failed in baseline" : "")
-         << (b->phase != "Succeeded" && t->phase != "Succeeded" ? ", " : "")
-         << (t->phase != "Succeeded" ? "failed in test" : "") << "\n";
-      continue;
-    }
-    if (b->allreduce || t->allreduce) {
-      os << "  all-reduce: busbw compared below\n";
-      continue;
-    }
-    auto cell = [](const char* name, double sec, double ex, double base_ex) {
-      std::string d = base_ex > 0 ? printf_str("%+.1f%%", (ex - base_ex) / base_ex * 100.0) : std::string("n/a");
-      return std::string("  ") + name + pad_left(fmt_sec(sec), 10) + pad_left(fmt_rate(ex), 11) + pad_left(d, 9);
-    };
-    os << cell("p75:", t->sec_per_iter.p75, t->examples_per_sec.p75, b->examples_per_sec.p75)
-       << cell("p95:", t->sec_per_iter.p95, t->examples_per_sec.p95, b->examples_per_sec.p95) << "\n";
+    diff_cells(os, b, t);
   }
+}
+
+}  // namespace
+
+std::string format_report(const Report& report) {
+  std::ostringstream os;
+  environment_header(os, report.environment);
+  if (every_run_is_allreduce(report)) return os.str() + allreduce_only_body(report);
+  benchmark_title(os, report);
+  os << "(" << report.precision << "; " << report.warmup_steps << " warm-up steps, then " << report.repeats << " x "
+     << report.measure_steps << " measured steps, median of the repeats; ex/sec counts all devices)\n\n";
+
+  std::vector<const RunReport*> runs;
+  for (const auto& r : report.runs) runs.push_back(&r);
+  const std::size_t w = name_width(runs);
+  throughput_table(os, runs, w);
+  speedup_note(os, report);
+  loss_block(os, runs, w);
+  paradigm_table(os, runs);
+  per_rank_block(os, runs, w);
+  os << format_hybrid_ps_runs(report);
+  os << format_allreduce_runs(report);
+  return os.str();
+}
+
+std::string format_diff(const Report& base, const Report& test) {
+  std::ostringstream os;
+  settings_table(os, setting_rows(base, test));
+  os << "\n";
+  benchmark_title(os, base);
+  if (test.model != base.model || test.batch_size_per_device != base.batch_size_per_device) {
+    os << "(test: " << test.model << " with batch size " << test.batch_size_per_device << ")\n";
+  }
+  os << "\n";
+  diff_table(os, paired_runs(base, test));
   os << "\nsec/iter and ex/sec are the test's; diff is the change of ex/sec from baseline to test\n";
   os << format_allreduce_diffs(base, test);
   return os.str();

@@ -1,19 +1,17 @@
 #include "kube/base64.hpp"
 
-#include <cstdint>
+#include <openssl/evp.h>
+
+#include <cstring>
 
 namespace trainbench::kube {
 namespace {
 
-constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+// OpenSSL does the transform (EVP_EncodeBlock / EVP_DecodeBlock); this file only adds what
+// OpenSSL does not report: where the input stops being strict base64, for kubeconfig's errors.
 
-int value_of(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
+bool in_alphabet(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/';
 }
 
 std::string describe(char c) {
@@ -23,76 +21,73 @@ std::string describe(char c) {
   return std::string("byte 0x") + hex[u >> 4] + hex[u & 15];
 }
 
-}  // namespace
-
-std::optional<std::string> base64_decode(std::string_view in, std::string* error) {
-  auto fail = [&](std::string msg) -> std::optional<std::string> {
-    if (error) *error = std::move(msg);
-    return std::nullopt;
-  };
-  std::string out;
-  out.reserve(in.size() / 4 * 3);
-  std::uint32_t acc = 0;
-  int have = 0;     // sextets in the current quantum
-  int padding = 0;  // '=' seen
+/// The input without line breaks, or an error naming the first offending offset.
+std::optional<std::string> strict_text(std::string_view in, std::string& error, int& padding) {
+  std::string text;
+  text.reserve(in.size());
+  int have = 0;  // sextets in the current quantum
+  padding = 0;
   for (std::size_t i = 0; i < in.size(); ++i) {
     const char c = in[i];
     if (c == '\n' || c == '\r') continue;
     if (c == '=') {
-      if (have < 2) return fail("misplaced padding '=' at offset " + std::to_string(i));
+      if (have < 2) {
+        error = "misplaced padding '=' at offset " + std::to_string(i);
+        return std::nullopt;
+      }
       ++padding;
-      if (have + padding > 4) return fail("too much padding at offset " + std::to_string(i));
-      continue;
+      if (have + padding > 4) {
+        error = "too much padding at offset " + std::to_string(i);
+        return std::nullopt;
+      }
+    } else if (padding > 0) {
+      error = "data after padding at offset " + std::to_string(i);
+      return std::nullopt;
+    } else if (!in_alphabet(c)) {
+      error = "invalid character " + describe(c) + " at offset " + std::to_string(i);
+      return std::nullopt;
+    } else {
+      have = (have + 1) % 4;
     }
-    if (padding > 0) return fail("data after padding at offset " + std::to_string(i));
-    const int v = value_of(c);
-    if (v < 0) return fail("invalid character " + describe(c) + " at offset " + std::to_string(i));
-    acc = (acc << 6) | static_cast<std::uint32_t>(v);
-    if (++have == 4) {
-      out += static_cast<char>((acc >> 16) & 0xff);
-      out += static_cast<char>((acc >> 8) & 0xff);
-      out += static_cast<char>(acc & 0xff);
-      acc = 0;
-      have = 0;
-    }
+    text += c;
   }
-  if (have == 0 && padding == 0) return out;
-  if (have + padding != 4) return fail("truncated input (length is not a multiple of 4)");
-  if (have == 2) {
-    if (acc & 0xf) return fail("non-canonical final quantum");
-    out += static_cast<char>((acc >> 4) & 0xff);
-  } else {  // have == 3
-    if (acc & 0x3) return fail("non-canonical final quantum");
-    out += static_cast<char>((acc >> 10) & 0xff);
-    out += static_cast<char>((acc >> 2) & 0xff);
+  if (text.size() % 4 != 0) {
+    error = "truncated input (length is not a multiple of 4)";
+    return std::nullopt;
+  }
+  return text;
+}
+
+}  // namespace
+
+std::optional<std::string> base64_decode(std::string_view in, std::string* error) {
+  std::string why;
+  int padding = 0;
+  const std::optional<std::string> text = strict_text(in, why, padding);
+  if (!text) {
+    if (error) *error = why;
+    return std::nullopt;
+  }
+  std::string out(text->size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(text->data()), static_cast<int>(text->size()));
+  if (n < 0) {  // not reached after strict_text; kept so OpenSSL's own refusal is never ignored
+    if (error) *error = "not base64";
+    return std::nullopt;
+  }
+  out.resize(static_cast<std::size_t>(n - padding));  // EVP_DecodeBlock counts the padding's zero bytes
+  if (base64_encode(out) != *text) {                  // unused low bits set in the final quantum
+    if (error) *error = "non-canonical final quantum";
+    return std::nullopt;
   }
   return out;
 }
 
 std::string base64_encode(std::string_view in) {
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  std::size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    const std::uint32_t n = (static_cast<unsigned char>(in[i]) << 16) |
-                            (static_cast<unsigned char>(in[i + 1]) << 8) | static_cast<unsigned char>(in[i + 2]);
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += kAlphabet[(n >> 6) & 63];
-    out += kAlphabet[n & 63];
-  }
-  if (i + 1 == in.size()) {
-    const std::uint32_t n = static_cast<unsigned char>(in[i]) << 16;
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += "==";
-  } else if (i + 2 == in.size()) {
-    const std::uint32_t n = (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += kAlphabet[(n >> 6) & 63];
-    out += '=';
-  }
+  std::string out((in.size() + 2) / 3 * 4 + 1, '\0');  // EVP_EncodeBlock writes a terminating NUL
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
+  out.resize(static_cast<std::size_t>(n));
   return out;
 }
 

@@ -36,6 +36,8 @@
 
 namespace {
 
+namespace tel = trainbench::telemetry;
+
 std::atomic<bool> g_stop{false};
 
 /// What /readyz answers: ready while waiting for the lease (a standby replica is healthy) and,
@@ -185,6 +187,120 @@ trainbench::op::LeaderElectionConfig election_config(const Flags& flags, const s
   return le;
 }
 
+/// GET /metrics on --metrics-bind-address; null when it is "0".
+std::unique_ptr<tel::HttpEndpoint> serve_metrics(const Flags& flags,
+                                                 const std::shared_ptr<trainbench::op::OperatorMetrics>& metrics) {
+  if (flags.metrics_address == "0") return nullptr;
+  auto endpoint = std::make_unique<tel::HttpEndpoint>(
+      flags.metrics_address,
+      std::map<std::string, tel::HttpHandler>{
+          {"/metrics", tel::prometheus_handler(metrics->registry(), [metrics] { metrics->refresh(); })}});
+  std::cerr << "trainbench-operator: serving metrics on "
+            << flags.metrics_address.substr(0, flags.metrics_address.rfind(':')) << ":" << endpoint->port()
+            << "/metrics\n";
+  return endpoint;
+}
+
+/// What GET /readyz answers in each Readiness.
+tel::HttpReply readiness_reply() {
+  switch (g_readiness.load()) {
+    case Readiness::kStandby:
+      return tel::HttpReply{200, "text/plain; charset=utf-8", "ok (standby: waiting for the lease)\n"};
+    case Readiness::kReady:
+      return tel::HttpReply{200, "text/plain; charset=utf-8", "ok\n"};
+    case Readiness::kSyncing:
+      return tel::HttpReply{503, "text/plain; charset=utf-8", "informer caches not synced yet\n"};
+    case Readiness::kStarting:
+      break;
+  }
+  return tel::HttpReply{503, "text/plain; charset=utf-8", "starting\n"};
+}
+
+/// GET /healthz and /readyz on --health-probe-bind-address; null when it is "0".
+std::unique_ptr<tel::HttpEndpoint> serve_probes(const Flags& flags) {
+  if (flags.health_address == "0") return nullptr;
+  auto ok = [] { return tel::HttpReply{200, "text/plain; charset=utf-8", "ok\n"}; };
+  auto endpoint = std::make_unique<tel::HttpEndpoint>(
+      flags.health_address, std::map<std::string, tel::HttpHandler>{{"/healthz", ok}, {"/readyz", readiness_reply}});
+  std::cerr << "trainbench-operator: serving /healthz and /readyz on "
+            << flags.health_address.substr(0, flags.health_address.rfind(':')) << ":" << endpoint->port() << "\n";
+  return endpoint;
+}
+
+/// --lease-namespace, else the kubeconfig's (or service account's) namespace, else "default".
+std::string lease_namespace(const Flags& flags, const trainbench::kube::ClientConfig& config) {
+  if (!flags.lease_namespace.empty()) return flags.lease_namespace;
+  return !config.default_namespace.empty() ? config.default_namespace : "default";
+}
+
+/// Waits for the lease, then renews it in the background; losing it stops the operator.
+/// Null when stopped (SIGTERM, SIGINT) before the lease was acquired.
+std::unique_ptr<trainbench::op::LeaderElector> lead(const Flags& flags,
+                                                    std::shared_ptr<const trainbench::kube::Client> client,
+                                                    const std::string& lease_ns,
+                                                    std::shared_ptr<trainbench::op::OperatorMetrics> metrics) {
+  const trainbench::op::LeaderElectionConfig le = election_config(flags, lease_ns);
+  auto elector = std::make_unique<trainbench::op::LeaderElector>(std::move(client), le);
+  std::cerr << "trainbench-operator: waiting for the lease " << lease_ns << "/" << flags.lease_name << " as "
+            << le.identity << "\n";
+  g_readiness = Readiness::kStandby;
+  if (!elector->acquire(g_stop)) return nullptr;
+  std::cerr << "trainbench-operator: leading\n";
+  elector->keep_renewing([metrics = std::move(metrics)] {
+    std::cerr << "trainbench-operator: lost the lease; stopping\n";
+    metrics->set_leader(false);
+    g_stop = true;
+  });
+  return elector;
+}
+
+/// Runs the controller until g_stop; /readyz turns ready once its informers have synced.
+void run_controller(const Flags& flags, std::shared_ptr<const trainbench::kube::Client> client,
+                    const std::shared_ptr<trainbench::op::OperatorMetrics>& metrics) {
+  trainbench::op::ControllerOptions co;
+  co.watch_namespace = flags.watch_namespace;
+  co.workers = flags.workers;
+  co.node_lost_after = std::chrono::seconds(flags.node_lost_after_s);
+  co.metrics = metrics;
+  trainbench::op::Controller controller(std::move(client), co);
+  metrics->set_snapshot_source([&controller] {
+    const auto snap = controller.snapshot();
+    if (snap.synced) g_readiness = Readiness::kReady;
+    return snap;
+  });
+  std::thread readiness([&] {  // /readyz turns ready without waiting for a scrape
+    while (!g_stop && !controller.snapshot().synced) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!g_stop) g_readiness = Readiness::kReady;
+  });
+  controller.run(g_stop);
+  readiness.join();
+  metrics->set_snapshot_source({});
+}
+
+/// Everything after the flags: the API client, the endpoints, the lease, the controller.
+int run(const Flags& flags) {
+  trainbench::kube::ClientConfig config = client_config(flags);
+  auto metrics = std::make_shared<trainbench::op::OperatorMetrics>(trainbench::kVersion);
+  config.observe = metrics->request_observer();
+  const auto metrics_endpoint = serve_metrics(flags, metrics);
+  const auto health_endpoint = serve_probes(flags);
+  const std::string lease_ns = lease_namespace(flags, config);
+  auto client = std::make_shared<const trainbench::kube::Client>(config);
+  std::cerr << "trainbench-operator " << trainbench::kVersion << ": API server " << config.server << ", watching "
+            << (flags.watch_namespace.empty() ? "all namespaces" : "namespace " + flags.watch_namespace) << "\n";
+  std::unique_ptr<trainbench::op::LeaderElector> elector;
+  if (flags.leader_elect) {
+    elector = lead(flags, client, lease_ns, metrics);
+    if (!elector) return 0;  // stopped while waiting for the lease
+  }
+  metrics->set_leader(true);
+  g_readiness = Readiness::kSyncing;
+  run_controller(flags, client, metrics);
+  if (elector) elector->release();
+  std::cerr << "trainbench-operator: stopped\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -197,88 +313,7 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGPIPE, SIG_IGN);  // a peer closing a connection is an error return, not a death
   try {
-    trainbench::kube::ClientConfig config = client_config(flags);
-    auto metrics = std::make_shared<trainbench::op::OperatorMetrics>(trainbench::kVersion);
-    config.observe = metrics->request_observer();
-    namespace tel = trainbench::telemetry;
-    std::unique_ptr<tel::HttpEndpoint> metrics_endpoint, health_endpoint;
-    if (flags.metrics_address != "0") {
-      metrics_endpoint = std::make_unique<tel::HttpEndpoint>(
-          flags.metrics_address,
-          std::map<std::string, tel::HttpHandler>{
-              {"/metrics", tel::prometheus_handler(metrics->registry(), [metrics] { metrics->refresh(); })}});
-      std::cerr << "trainbench-operator: serving metrics on "
-                << flags.metrics_address.substr(0, flags.metrics_address.rfind(':')) << ":" << metrics_endpoint->port()
-                << "/metrics\n";
-    }
-    if (flags.health_address != "0") {
-      auto ok = [] { return tel::HttpReply{200, "text/plain; charset=utf-8", "ok\n"}; };
-      auto ready = [] {
-        switch (g_readiness.load()) {
-          case Readiness::kStandby:
-            return tel::HttpReply{200, "text/plain; charset=utf-8", "ok (standby: waiting for the lease)\n"};
-          case Readiness::kReady:
-            return tel::HttpReply{200, "text/plain; charset=utf-8", "ok\n"};
-          case Readiness::kSyncing:
-            return tel::HttpReply{503, "text/plain; charset=utf-8", "informer caches not synced yet\n"};
-          case Readiness::kStarting:
-            break;
-        }
-        return tel::HttpReply{503, "text/plain; charset=utf-8", "starting\n"};
-      };
-      health_endpoint = std::make_unique<tel::HttpEndpoint>(
-          flags.health_address, std::map<std::string, tel::HttpHandler>{{"/healthz", ok}, {"/readyz", ready}});
-      std::cerr << "trainbench-operator: serving /healthz and /readyz on "
-                << flags.health_address.substr(0, flags.health_address.rfind(':')) << ":" << health_endpoint->port()
-                << "\n";
-    }
-    const std::string lease_ns = !flags.lease_namespace.empty() ? flags.lease_namespace
-                                 : !config.default_namespace.empty() ? config.default_namespace
-                                                                : "default";
-    auto client = std::make_shared<const trainbench::kube::Client>(config);
-    std::cerr << "trainbench-operator " << trainbench::kVersion << ": API server " << config.server << ", watching "
-              << (flags.watch_namespace.empty() ? "all namespaces" : "namespace " + flags.watch_namespace) << "\n";
-
-    std::unique_ptr<trainbench::op::LeaderElector> elector;
-    if (flags.leader_elect) {
-      const trainbench::op::LeaderElectionConfig le = election_config(flags, lease_ns);
-      elector = std::make_unique<trainbench::op::LeaderElector>(client, le);
-      std::cerr << "trainbench-operator: waiting for the lease " << lease_ns << "/" << flags.lease_name << " as "
-                << le.identity << "\n";
-      g_readiness = Readiness::kStandby;
-      if (!elector->acquire(g_stop)) return 0;
-      std::cerr << "trainbench-operator: leading\n";
-      elector->keep_renewing([metrics] {
-        std::cerr << "trainbench-operator: lost the lease; stopping\n";
-        metrics->set_leader(false);
-        g_stop = true;
-      });
-    }
-    metrics->set_leader(true);
-    g_readiness = Readiness::kSyncing;
-    trainbench::op::ControllerOptions co;
-    co.watch_namespace = flags.watch_namespace;
-    co.workers = flags.workers;
-    co.node_lost_after = std::chrono::seconds(flags.node_lost_after_s);
-    co.metrics = metrics;
-    {
-      trainbench::op::Controller controller(client, co);
-      metrics->set_snapshot_source([&controller] {
-        const auto snap = controller.snapshot();
-        if (snap.synced) g_readiness = Readiness::kReady;
-        return snap;
-      });
-      std::thread readiness([&] {  // /readyz turns ready without waiting for a scrape
-        while (!g_stop && !controller.snapshot().synced) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        if (!g_stop) g_readiness = Readiness::kReady;
-      });
-      controller.run(g_stop);
-      readiness.join();
-      metrics->set_snapshot_source({});
-    }
-    if (elector) elector->release();
-    std::cerr << "trainbench-operator: stopped\n";
-    return 0;
+    return run(flags);
   } catch (const trainbench::kube::ConfigError& e) {
     std::cerr << "trainbench-operator: " << e.what() << "\n";
     return 2;

@@ -21,7 +21,7 @@ echo "== tests =="
 
 echo "== core/ and operator/ tests under AddressSanitizer + UBSan =="
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTRAINBENCH_BUILD_WORKER=OFF -DTRAINBENCH_SANITIZE=ON >/dev/null
-cmake --build build-asan -j"$jobs" --target core_tests crd_tests controller_tests leader_election_tests trainbench_kube_tests operator_metrics_tests telemetry_tests
+cmake --build build-asan -j"$jobs" --target core_tests crd_tests controller_tests operator_runtime_tests trainbench_kube_tests operator_metrics_tests telemetry_tests
 # The kubesim-backed and end-to-end tests run in the normal build above.
 lsan_supp="$PWD/.ci/lsan.supp"  # library-internal leaks only, each explained there
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \

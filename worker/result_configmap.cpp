@@ -1,12 +1,11 @@
 #include "worker/result_configmap.hpp"
 
-#include <algorithm>
 #include <iostream>
-#include <thread>
+#include <stdexcept>
 
 #include "kube/client.hpp"
 #include "kube/config.hpp"
-#include "kube/errors.hpp"
+#include "kube/retry.hpp"
 
 namespace trainbench::worker {
 
@@ -14,25 +13,15 @@ void write_result_configmap(const std::string& ns, const std::string& name, cons
                             std::chrono::seconds give_up_after) {
   const kube::Client client(kube::load_in_cluster_config());
   const nlohmann::json patch = {{"data", {{"result", payload.dump()}}}};
-  const auto deadline = std::chrono::steady_clock::now() + give_up_after;
-  auto delay = std::chrono::milliseconds(250);
-  for (;;) {
-    try {
-      client.merge_patch(kube::resources::config_maps(), ns, name, patch);
-      return;
-    } catch (const kube::ApiError& e) {
-      const bool retryable = e.code() == 429 || e.code() >= 500;
-      if (!retryable || std::chrono::steady_clock::now() >= deadline) {
-        throw std::runtime_error("writing the result to ConfigMap " + ns + "/" + name + ": " + e.what());
-      }
-    } catch (const kube::TransportError& e) {
-      if (std::chrono::steady_clock::now() >= deadline) {
-        throw std::runtime_error("writing the result to ConfigMap " + ns + "/" + name + ": " + e.what());
-      }
-    }
+  kube::RetryOptions retry;
+  retry.give_up_after = give_up_after;
+  retry.on_retry = [](const std::exception&, std::chrono::milliseconds delay) {
     std::cerr << "trainbench-worker master: result not written yet, retrying in " << delay.count() << " ms\n";
-    std::this_thread::sleep_for(delay);
-    delay = std::min<std::chrono::milliseconds>(delay * 2, std::chrono::seconds(10));
+  };
+  try {
+    kube::call_with_retries([&] { client.merge_patch(kube::resources::config_maps(), ns, name, patch); }, retry);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("writing the result to ConfigMap " + ns + "/" + name + ": " + e.what());
   }
 }
 

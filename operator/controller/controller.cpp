@@ -34,7 +34,8 @@ std::string managed_selector() { return std::string("app.kubernetes.io/managed-b
 Controller::Controller(std::shared_ptr<const kube::Client> client, ControllerOptions options)
     : client_(std::move(client)),
       options_(std::move(options)),
-      metrics_(options_.metrics ? options_.metrics : std::make_shared<ControllerMetrics>()) {
+      metrics_(options_.metrics ? options_.metrics : std::make_shared<ControllerMetrics>()),
+      queue_(std::chrono::milliseconds(100), std::chrono::seconds(60), options_.clock) {
   kube::ReflectorHandlers job_handlers;
   auto job_changed = [this](const json& o) {
     const std::string key = kube::object_key(o);

@@ -7,12 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "kube/client.hpp"
+#include "kube/rate_limiter.hpp"
+#include "kube/reflector.hpp"
 #include "operator/controller/controller_metrics.hpp"
 #include "operator/controller/own_writes.hpp"
 #include "operator/controller/reconciler.hpp"
 #include "operator/controller/work_queue.hpp"
-#include "kube/client.hpp"
-#include "kube/reflector.hpp"
 
 namespace trainbench::op {
 
@@ -23,6 +24,8 @@ struct ControllerOptions {
   /// Lost nodes (docs/operator.md): a node not Ready for this long fails the runs on it and
   /// its pods are force-deleted. 0: no node informer (no cluster-scoped nodes list/watch).
   std::chrono::seconds node_lost_after{60};
+  /// The work queue's delays (requeues, error backoff) are measured on it; tests inject a fake.
+  std::shared_ptr<kube::Clock> clock = kube::Clock::steady();
 };
 
 /// The operator's control loop: reflectors (list + watch) on BenchmarkJobs and on everything the

@@ -1,5 +1,6 @@
 #include "operator/controller/leader_election.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <iostream>
@@ -26,18 +27,19 @@ std::string micro_time() {
 
 }  // namespace
 
-LeaderElector::LeaderElector(std::shared_ptr<const kube::Client> client, LeaderElectionConfig config)
-    : client_(std::move(client)), config_(std::move(config)) {}
+LeaderElector::LeaderElector(std::shared_ptr<const kube::Client> client, LeaderElectionConfig config,
+                             std::shared_ptr<kube::Clock> clock)
+    : client_(std::move(client)), config_(std::move(config)), clock_(std::move(clock)) {}
 
 LeaderElector::~LeaderElector() {
-  stop_renewing_ = true;
+  stop_renewing_.request_stop();
   if (renewer_.joinable()) renewer_.join();
 }
 
 bool LeaderElector::try_acquire_or_renew() {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto type = kube::resources::leases();
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = clock_->now();
   const std::string stamp = micro_time();
   if (leader_ && held_.is_object() && renew_held(stamp, now)) return true;
   held_ = nullptr;
@@ -98,7 +100,7 @@ bool LeaderElector::try_acquire_or_renew() {
   }
 }
 
-bool LeaderElector::renew_held(const std::string& stamp, std::chrono::steady_clock::time_point now) {
+bool LeaderElector::renew_held(const std::string& stamp, kube::Clock::time_point now) {
   json updated = held_;
   updated["spec"]["renewTime"] = stamp;
   try {
@@ -114,26 +116,25 @@ bool LeaderElector::renew_held(const std::string& stamp, std::chrono::steady_clo
 }
 
 bool LeaderElector::acquire(const std::atomic<bool>& stop) {
+  const std::chrono::nanoseconds poll = std::chrono::milliseconds(50);  // how soon `stop` is seen
   while (!stop) {
     if (try_acquire_or_renew()) return true;
-    const auto until = std::chrono::steady_clock::now() + config_.retry_period;
-    while (!stop && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const auto until = clock_->now() + config_.retry_period;
+    for (auto now = clock_->now(); !stop && now < until; now = clock_->now()) {
+      clock_->sleep_for(std::min(poll, until - now), {});
+    }
   }
   return false;
 }
 
 void LeaderElector::keep_renewing(std::function<void()> on_lost) {
   renewer_ = std::thread([this, on_lost = std::move(on_lost)] {
-    auto last_renew = std::chrono::steady_clock::now();
-    while (!stop_renewing_) {
-      const auto until = std::chrono::steady_clock::now() + config_.retry_period;
-      while (!stop_renewing_ && std::chrono::steady_clock::now() < until) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
-      if (stop_renewing_) return;
+    const kube::StopToken stop = stop_renewing_.token();
+    auto last_renew = clock_->now();
+    while (!clock_->sleep_for(config_.retry_period, stop)) {
       if (try_acquire_or_renew()) {
-        last_renew = std::chrono::steady_clock::now();
-      } else if (!leader_ || std::chrono::steady_clock::now() - last_renew > config_.renew_deadline) {
+        last_renew = clock_->now();
+      } else if (!leader_ || clock_->now() - last_renew > config_.renew_deadline) {
         leader_ = false;
         on_lost();
         return;
@@ -143,7 +144,7 @@ void LeaderElector::keep_renewing(std::function<void()> on_lost) {
 }
 
 void LeaderElector::release() {
-  stop_renewing_ = true;
+  stop_renewing_.request_stop();
   if (renewer_.joinable()) renewer_.join();
   if (!leader_) return;
   std::lock_guard<std::mutex> lock(mutex_);

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kube/client.hpp"
+#include "kube/rate_limiter.hpp"
+#include "kube/stop_token.hpp"
 
 namespace trainbench::op {
 
@@ -28,10 +30,12 @@ struct LeaderElectionConfig {
 /// this replica's clock from when it last saw the record change, so clock skew between
 /// replicas does not matter); the leader renews every retry_period and gives up leadership if
 /// it could not renew for renew_deadline. Writes use resourceVersion, so two replicas can
-/// never both hold it.
+/// never both hold it. Durations are measured, and waits slept, on `clock` (tests inject a
+/// fake one); the lease's timestamps are wall-clock time, for people reading it.
 class LeaderElector {
  public:
-  LeaderElector(std::shared_ptr<const kube::Client> client, LeaderElectionConfig config);
+  LeaderElector(std::shared_ptr<const kube::Client> client, LeaderElectionConfig config,
+                std::shared_ptr<kube::Clock> clock = kube::Clock::steady());
   ~LeaderElector();
   LeaderElector(const LeaderElector&) = delete;
   LeaderElector& operator=(const LeaderElector&) = delete;
@@ -51,17 +55,18 @@ class LeaderElector {
  private:
   std::shared_ptr<const kube::Client> client_;
   LeaderElectionConfig config_;
+  std::shared_ptr<kube::Clock> clock_;
   std::atomic<bool> leader_{false};
-  std::atomic<bool> stop_renewing_{false};
+  kube::StopSource stop_renewing_;
   std::thread renewer_;
   std::mutex mutex_;
   nlohmann::json observed_spec_;
-  std::chrono::steady_clock::time_point observed_at_{};
+  kube::Clock::time_point observed_at_{};
   nlohmann::json held_;  ///< the lease as this replica last wrote it, while it leads
 
   /// The leader's fast path, as client-go's: renew by updating the lease it last wrote, without
   /// reading it first (one request instead of two); false when that failed (then read it).
-  bool renew_held(const std::string& stamp, std::chrono::steady_clock::time_point now);
+  bool renew_held(const std::string& stamp, kube::Clock::time_point now);
 };
 
 }  // namespace trainbench::op

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/crd.hpp"
+#include "core/job_status.hpp"
 #include "core/rank_summary.hpp"
 #include "core/report.hpp"
 #include "core/run_config.hpp"
@@ -100,28 +101,26 @@ std::string pending_reason(const json& pod) {
   return out + ")";
 }
 
-json condition(const std::string& type, bool status, const std::string& reason, const std::string& message,
-               const std::string& now, std::int64_t generation) {
-  return {{"type", type},
-          {"status", status ? "True" : "False"},
-          {"reason", reason},
-          {"message", message},
-          {"lastTransitionTime", now},
-          {"observedGeneration", generation}};
+Condition condition(ConditionType type, bool status, const std::string& reason, const std::string& message,
+                    const std::string& now, std::int64_t generation) {
+  return {type, status ? ConditionStatus::True : ConditionStatus::False, reason, message, now, generation};
 }
 
-/// Sets a condition, keeping lastTransitionTime when the status does not change.
-void set_condition(json& status, const json& cond) {
-  json& conds = status["conditions"];
-  if (!conds.is_array()) conds = json::array();
-  for (auto& c : conds) {
-    if (c.value("type", "") != cond["type"]) continue;
-    json updated = cond;
-    if (c.value("status", "") == cond["status"]) updated["lastTransitionTime"] = c.value("lastTransitionTime", cond["lastTransitionTime"].get<std::string>());
-    c = updated;
-    return;
+/// The status the job holds: none yet reads as empty; one this operator cannot read throws,
+/// naming the field (the reconcile fails and is retried, status untouched).
+BenchmarkJobStatus observed_status(const json& job) {
+  const json st = get_or(job, "status", json::object());
+  return st.is_object() ? job_status_from_json(st) : BenchmarkJobStatus{};
+}
+
+/// A result's environment; one this operator cannot read is left out (the report then takes
+/// the environment of another run), as its run's result is still good.
+std::optional<EnvironmentInfo> readable_environment(const json& result) {
+  try {
+    return environment_from_json(get_or(result, "environment", nullptr));
+  } catch (const std::exception&) {
+    return std::nullopt;
   }
-  conds.push_back(cond);
 }
 
 json event(const JobContext& job, const std::string& type, const std::string& reason, const std::string& message,
@@ -147,13 +146,12 @@ class Reconcile {
   Reconcile(const Observed& o, const NodeHealth& nodes)
       : o_(o), nodes_(nodes), job_(job_context(o.job)), now_(format_time(o.now)) {
     generation_ = o.job.at("metadata").value("generation", std::int64_t{1});
-    status_ = get_or(o.job, "status", json::object());
-    if (!status_.is_object()) status_ = json::object();
-    original_status_ = status_;
   }
 
   Decision run() {
     if (being_deleted(o_.job)) return std::move(d_);  // garbage collection removes what it owns
+    status_ = observed_status(o_.job);
+    original_status_ = to_json(status_);
     force_delete_lost_pods();
     BenchmarkJob spec;
     try {
@@ -163,8 +161,7 @@ class Reconcile {
       invalid(e.summary(kMaxConditionMessageLength));  // any spec, however large: a message the CRD takes
       return finish();
     }
-    const std::string phase = str_or(status_, "phase");
-    if (phase == "Succeeded" || phase == "Failed") {
+    if (status_.phase == JobPhase::Succeeded || status_.phase == JobPhase::Failed) {
       clean_up_finished_job();
       return finish();
     }
@@ -176,30 +173,28 @@ class Reconcile {
   // ---- whole-job transitions ----
 
   void invalid(const std::string& why) {
-    if (str_or(status_, "phase") != "Invalid") {
-      emit("Warning", "InvalidSpec", why, "g" + std::to_string(generation_));
-    }
-    status_["phase"] = "Invalid";
-    set_condition(status_, condition("Invalid", true, "InvalidSpec", why, now_, generation_));
+    if (status_.phase != JobPhase::Invalid) emit("Warning", "InvalidSpec", why, "g" + std::to_string(generation_));
+    status_.phase = JobPhase::Invalid;
+    status_.set_condition(condition(ConditionType::Invalid, true, "InvalidSpec", why, now_, generation_));
     // An invalid job runs nothing: stop whatever an earlier, valid generation started.
     delete_pods(o_.pods, job_selector());
   }
 
   void fail_job(const std::string& reason, const std::string& message) {
-    status_["phase"] = "Failed";
-    status_["completionTime"] = now_;
-    set_condition(status_, condition("Running", false, reason, message, now_, generation_));
-    set_condition(status_, condition("Failed", true, reason, message, now_, generation_));
+    status_.phase = JobPhase::Failed;
+    status_.completion_time = now_;
+    status_.set_condition(condition(ConditionType::Running, false, reason, message, now_, generation_));
+    status_.set_condition(condition(ConditionType::Failed, true, reason, message, now_, generation_));
     emit("Warning", "JobFailed", message, "");
     clean_up_finished_job();
   }
 
   void succeed_job() {
-    status_["phase"] = "Succeeded";
-    status_["completionTime"] = now_;
+    status_.phase = JobPhase::Succeeded;
+    status_.completion_time = now_;
     const std::string msg = "all " + std::to_string(runs_total_) + " runs succeeded";
-    set_condition(status_, condition("Running", false, "JobSucceeded", msg, now_, generation_));
-    set_condition(status_, condition("Succeeded", true, "JobSucceeded", msg, now_, generation_));
+    status_.set_condition(condition(ConditionType::Running, false, "JobSucceeded", msg, now_, generation_));
+    status_.set_condition(condition(ConditionType::Succeeded, true, "JobSucceeded", msg, now_, generation_));
     emit("Normal", "JobSucceeded", msg, "");
     clean_up_finished_job();
   }
@@ -227,7 +222,7 @@ class Reconcile {
     runs_total_ = static_cast<int>(runs.size());
     init_status(runs);
 
-    const auto started = parse_time(str_or(status_, "startTime"));
+    const auto started = parse_time(status_.start_time.value_or(""));
     if (pol.active_deadline_seconds > 0 && started) {
       const auto deadline = *started + std::chrono::seconds(pol.active_deadline_seconds);
       if (o_.now >= deadline) {
@@ -238,12 +233,12 @@ class Reconcile {
       requeue(deadline - o_.now);
     }
 
-    int done = int_or(status_, "runsDone", 0);
+    int done = status_.runs_done.value_or(0);
     // Results that arrived for the current run (the loop also covers several runs finishing
     // between two reconciles, which cannot happen today but costs nothing).
     while (done < runs_total_ && collect_result(runs[static_cast<std::size_t>(done)])) ++done;
-    status_["runsDone"] = done;
-    status_["progress"] = std::to_string(done) + "/" + std::to_string(runs_total_);
+    status_.runs_done = done;
+    status_.progress = std::to_string(done) + "/" + std::to_string(runs_total_);
     rebuild_report(spec, runs);
     if (done == runs_total_) {
       succeed_job();
@@ -253,27 +248,30 @@ class Reconcile {
   }
 
   void init_status(const std::vector<RunConfig>& runs) {
-    if (!status_.contains("startTime")) status_["startTime"] = now_;
-    status_["phase"] = "Running";
-    status_["runsTotal"] = runs_total_;
-    json& rs = status_["runs"];
-    if (!rs.is_array() || rs.size() != runs.size()) {
-      rs = json::array();
+    if (!status_.start_time) status_.start_time = now_;
+    status_.phase = JobPhase::Running;
+    status_.runs_total = runs_total_;
+    if (status_.runs.size() != runs.size()) {
+      status_.runs.clear();
       for (const auto& r : runs) {
-        rs.push_back({{"index", r.index}, {"label", r.devices_label() + " -- " + r.label()}, {"phase", "Pending"},
-                      {"attempt", 0}, {"restarts", 0}});
+        RunStatus rs;
+        rs.index = r.index;
+        rs.label = r.devices_label() + " -- " + r.label();
+        status_.runs.push_back(std::move(rs));
       }
     }
-    set_condition(status_, condition("Running", true, "RunsInProgress", "running the sweep", now_, generation_));
-    set_condition(status_, condition("Invalid", false, "SpecValid", "the spec is valid", now_, generation_));
+    status_.set_condition(
+        condition(ConditionType::Running, true, "RunsInProgress", "running the sweep", now_, generation_));
+    status_.set_condition(
+        condition(ConditionType::Invalid, false, "SpecValid", "the spec is valid", now_, generation_));
   }
 
-  json& run_status(int index) { return status_["runs"][static_cast<std::size_t>(index)]; }
+  RunStatus& run_status(int index) { return status_.runs.at(static_cast<std::size_t>(index)); }
 
   /// True when the run's result ConfigMap holds this attempt's result (the run then succeeded).
   bool collect_result(const RunConfig& run) {
-    json& rs = run_status(run.index);
-    const int attempt = int_or(rs, "attempt", 0);
+    RunStatus& rs = run_status(run.index);
+    const int attempt = rs.attempt;
     const std::string cm_name = result_configmap_name(job_.name, run.index);
     for (const auto& cm : o_.configmaps) {
       if (str_or(cm.at("metadata"), "name") != cm_name) continue;
@@ -284,19 +282,19 @@ class Reconcile {
       try {
         RunReport rr = run_report_from_json(get_or(res, "run", nullptr), "result.run");
         if (rr.phase != "Succeeded") {
-          rs["message"] = rr.error;
+          rs.message = rr.error;
           return false;
         }
         // Large runs keep their per-rank detail in the ConfigMap only (core/rank_summary.hpp).
-        rs["summary"] = to_json(compact_for_status(std::move(rr), cm_name));
-        rs["environment"] = get_or(res, "environment", json::object());
+        rs.summary = compact_for_status(std::move(rr), cm_name);
+        rs.environment = readable_environment(res);
       } catch (const std::exception& e) {
-        rs["message"] = std::string("unreadable result: ") + e.what();
+        rs.message = std::string("unreadable result: ") + e.what();
         return false;
       }
-      rs["phase"] = "Succeeded";
-      rs["completionTime"] = now_;
-      emit("Normal", "RunSucceeded", "run " + std::to_string(run.index) + " (" + str_or(rs, "label") + ") succeeded",
+      rs.phase = RunPhase::Succeeded;
+      rs.completion_time = now_;
+      emit("Normal", "RunSucceeded", "run " + std::to_string(run.index) + " (" + rs.label + ") succeeded",
            run_key(run.index, -1));
       if (clean_pod_policy() == "All") {
         delete_pods(pods_of(run.index, -1), run_selector(run.index));
@@ -312,8 +310,8 @@ class Reconcile {
   }
 
   void drive_run(const RunConfig& run, const RunPolicy& pol) {
-    json& rs = run_status(run.index);
-    const int attempt = int_or(rs, "attempt", 0);
+    RunStatus& rs = run_status(run.index);
+    const int attempt = rs.attempt;
 
     ensure_reporter();
     ensure("services", run_service_name(job_.name, run.index), o_.services, [&] { return run_service(job_, run.index); });
@@ -338,7 +336,7 @@ class Reconcile {
     std::map<std::string, json> present;
     for (const auto& p : pods_of(run.index, attempt)) present.emplace(pod_name(p), p);
 
-    const bool created = get_or(rs, "podsCreated", false).get<bool>();
+    const bool created = rs.pods_created.value_or(false);
     const auto [failure, reason] = attempt_failure(expected, present, created);
     if (!failure.empty()) {
       restart_or_fail(run, pol, failure, reason);
@@ -349,12 +347,12 @@ class Reconcile {
       for (const auto& [name, want] : expected) {
         if (present.count(name) == 0) d_.actions.push_back({Action::Verb::Create, "pods", name, want, "", {}});
       }
-      rs["podsCreated"] = true;
-      rs["phase"] = "Starting";
-      rs["attemptStartTime"] = now_;
-      if (!rs.contains("startTime")) rs["startTime"] = now_;
+      rs.pods_created = true;
+      rs.phase = RunPhase::Starting;
+      rs.attempt_start_time = now_;
+      if (!rs.start_time) rs.start_time = now_;
       emit("Normal", "RunStarted",
-           "run " + std::to_string(run.index) + " (" + str_or(rs, "label") + ") attempt " + std::to_string(attempt) +
+           "run " + std::to_string(run.index) + " (" + rs.label + ") attempt " + std::to_string(attempt) +
                ": created " + std::to_string(expected.size() - present.size()) + " pods",
            run_key(run.index, attempt));
       requeue(std::chrono::seconds(pol.scheduling_timeout_seconds));
@@ -368,20 +366,21 @@ class Reconcile {
       if (ph != "Running" && ph != "Succeeded") waiting.push_back(pending_reason(p));
     }
     if (waiting.empty()) {
-      if (str_or(rs, "phase") != "Running") rs["phase"] = "Running";
+      rs.phase = RunPhase::Running;
       return;
     }
-    const auto since = parse_time(str_or(rs, "attemptStartTime")).value_or(o_.now);
+    const auto since = parse_time(rs.attempt_start_time.value_or("")).value_or(o_.now);
     const auto limit = since + std::chrono::seconds(pol.scheduling_timeout_seconds);
     if (o_.now >= limit) {
       std::string list;
       for (const auto& w : waiting) list += (list.empty() ? "" : ", ") + w;
-      rs["phase"] = "Failed";
-      rs["completionTime"] = now_;
-      rs["message"] = "pods not running after " + std::to_string(pol.scheduling_timeout_seconds) + " s: " + list;
-      emit("Warning", "RunFailed", "run " + std::to_string(run.index) + ": " + str_or(rs, "message"),
-           run_key(run.index, attempt));
-      fail_job("SchedulingTimeout", "run " + std::to_string(run.index) + ": " + str_or(rs, "message"));
+      const std::string why =
+          "pods not running after " + std::to_string(pol.scheduling_timeout_seconds) + " s: " + list;
+      rs.phase = RunPhase::Failed;
+      rs.completion_time = now_;
+      rs.message = why;
+      emit("Warning", "RunFailed", "run " + std::to_string(run.index) + ": " + why, run_key(run.index, attempt));
+      fail_job("SchedulingTimeout", "run " + std::to_string(run.index) + ": " + why);
       return;
     }
     requeue(limit - o_.now);
@@ -417,27 +416,27 @@ class Reconcile {
 
   void restart_or_fail(const RunConfig& run, const RunPolicy& pol, const std::string& failure,
                        const std::string& reason) {
-    json& rs = run_status(run.index);
-    const int restarts = int_or(rs, "restarts", 0);
+    RunStatus& rs = run_status(run.index);
+    const int restarts = rs.restarts;
     delete_pods(pods_of(run.index, -1), run_selector(run.index));
     if (restarts < pol.backoff_limit) {
-      rs["restarts"] = restarts + 1;
-      rs["attempt"] = int_or(rs, "attempt", 0) + 1;
-      rs["podsCreated"] = false;
-      rs["phase"] = "Restarting";
-      rs["message"] = failure;
+      rs.restarts = restarts + 1;
+      rs.attempt += 1;
+      rs.pods_created = false;
+      rs.phase = RunPhase::Restarting;
+      rs.message = failure;
       emit("Warning", "RunRestarted",
            "run " + std::to_string(run.index) + " restarted (" + std::to_string(restarts + 1) + "/" +
                std::to_string(pol.backoff_limit) + "): " + failure,
-           run_key(run.index, int_or(rs, "attempt", 0) - 1));
+           run_key(run.index, rs.attempt - 1));
       requeue(std::chrono::seconds(1));
       return;
     }
-    rs["phase"] = "Failed";
-    rs["completionTime"] = now_;
-    rs["message"] = failure;
+    rs.phase = RunPhase::Failed;
+    rs.completion_time = now_;
+    rs.message = failure;
     emit("Warning", "RunFailed", "run " + std::to_string(run.index) + " failed: " + failure,
-         run_key(run.index, int_or(rs, "attempt", 0)));
+         run_key(run.index, rs.attempt));
     fail_job(reason, "run " + std::to_string(run.index) + " failed after " + std::to_string(restarts) +
                          " restarts: " + failure);
   }
@@ -492,29 +491,25 @@ class Reconcile {
     EnvironmentInfo env;
     bool have_env = false;
     for (const auto& r : runs) {
-      const json& rs = run_status(r.index);
-      if (!rs.contains("summary")) continue;
-      try {
-        reports.push_back(run_report_from_json(rs["summary"], "status.runs[" + std::to_string(r.index) + "].summary"));
-        if (!have_env && rs.contains("environment")) {
-          env = environment_from_json(rs["environment"]);
-          have_env = true;
-        }
-      } catch (const std::exception&) {
-        continue;  // a summary this version cannot read is left out of the report
+      const RunStatus& rs = run_status(r.index);
+      if (!rs.summary) continue;
+      reports.push_back(*rs.summary);
+      if (!have_env && rs.environment) {
+        env = *rs.environment;
+        have_env = true;
       }
     }
     if (reports.empty()) return;
-    const Report rep = assemble_report(spec, std::move(reports), env);
-    status_["report"] = to_json(rep);
+    status_.report = assemble_report(spec, std::move(reports), env);
+    const Report& rep = *status_.report;
     double best_ex = 0, best_speedup = 0;
     for (const auto& r : rep.runs) {
       if (r.phase != "Succeeded") continue;
       best_ex = std::max(best_ex, r.examples_per_sec.p50);
       if (r.speedup) best_speedup = std::max(best_speedup, *r.speedup);
     }
-    status_["bestExamplesPerSec"] = best_ex;
-    if (rep.baseline_run) status_["bestSpeedup"] = best_speedup;
+    status_.best_examples_per_sec = best_ex;
+    if (rep.baseline_run) status_.best_speedup = best_speedup;
   }
 
   // ---- helpers ----
@@ -603,9 +598,11 @@ class Reconcile {
   }
 
   Decision finish() {
-    status_["observedGeneration"] = generation_;
-    if (status_ != original_status_) {
-      d_.actions.push_back({Action::Verb::PatchStatus, "benchmarkjobs", job_.name, {{"status", status_}}, "", {}});
+    status_.observed_generation = generation_;
+    json status = to_json(status_);  // the one place status becomes JSON
+    if (status != original_status_) {
+      d_.actions.push_back(
+          {Action::Verb::PatchStatus, "benchmarkjobs", job_.name, {{"status", std::move(status)}}, "", {}});
     }
     return std::move(d_);
   }
@@ -616,8 +613,8 @@ class Reconcile {
   JobContext job_;
   std::string now_;
   std::int64_t generation_ = 1;
-  json status_;
-  json original_status_;
+  BenchmarkJobStatus status_;
+  json original_status_;  ///< status_ as read, serialised: a status write only when it changed
   int runs_total_ = 0;
   std::set<std::string> deleted_;
   Decision d_;

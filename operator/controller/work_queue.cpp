@@ -4,8 +4,9 @@
 
 namespace trainbench::op {
 
-WorkQueue::WorkQueue(std::chrono::milliseconds base_delay, std::chrono::milliseconds max_delay)
-    : base_delay_(base_delay), max_delay_(max_delay) {}
+WorkQueue::WorkQueue(std::chrono::milliseconds base_delay, std::chrono::milliseconds max_delay,
+                     std::shared_ptr<kube::Clock> clock)
+    : base_delay_(base_delay), max_delay_(max_delay), clock_(std::move(clock)) {}
 
 void WorkQueue::ready_locked(const std::string& key) {
   if (processing_.count(key) != 0) {
@@ -28,7 +29,7 @@ void WorkQueue::add_after(const std::string& key, std::chrono::milliseconds dela
     ready_locked(key);
     return;
   }
-  delayed_.emplace(Clock::now() + delay, key);
+  delayed_.emplace(clock_->now() + delay, key);
   cv_.notify_one();
 }
 
@@ -47,28 +48,38 @@ void WorkQueue::forget(const std::string& key) {
   failures_.erase(key);
 }
 
+std::optional<std::string> WorkQueue::take_ready_locked(TimePoint now) {
+  while (!delayed_.empty() && delayed_.begin()->first <= now) {
+    const std::string key = delayed_.begin()->second;
+    delayed_.erase(delayed_.begin());
+    ready_locked(key);
+  }
+  if (queued_.empty()) return std::nullopt;
+  std::string key = *queued_.begin();
+  queued_.erase(queued_.begin());
+  processing_.insert(key);
+  return key;
+}
+
 std::optional<std::string> WorkQueue::get() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     if (shutting_down_) return std::nullopt;
-    const auto now = Clock::now();
-    while (!delayed_.empty() && delayed_.begin()->first <= now) {
-      const std::string key = delayed_.begin()->second;
-      delayed_.erase(delayed_.begin());
-      ready_locked(key);
-    }
-    if (!queued_.empty()) {
-      std::string key = *queued_.begin();
-      queued_.erase(queued_.begin());
-      processing_.insert(key);
-      return key;
-    }
+    const TimePoint now = clock_->now();
+    if (auto key = take_ready_locked(now)) return key;
     if (delayed_.empty()) {
       cv_.wait(lock);
     } else {
-      cv_.wait_until(lock, delayed_.begin()->first);
+      // A duration, not a deadline: the clock may not be steady_clock (a test's fake one).
+      cv_.wait_for(lock, delayed_.begin()->first - now);
     }
   }
+}
+
+std::optional<std::string> WorkQueue::try_get() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (shutting_down_) return std::nullopt;
+  return take_ready_locked(clock_->now());
 }
 
 void WorkQueue::done(const std::string& key) {

@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include <mutex>
 #include <vector>
 
+#include "fake_clock.hpp"
 #include "kube/backoff.hpp"
 #include "kube/errors.hpp"
 #include "kube/rate_limiter.hpp"
@@ -14,37 +14,7 @@
 namespace kube = trainbench::kube;
 using namespace std::chrono_literals;
 
-namespace {
-
-class FakeClock : public kube::Clock {
- public:
-  time_point now() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return now_;
-  }
-  bool sleep_for(std::chrono::nanoseconds d, const kube::StopToken& stop) override {
-    if (stop.stop_requested()) return true;
-    std::lock_guard<std::mutex> lock(mutex_);
-    sleeps_.push_back(d);
-    now_ += d;
-    return false;
-  }
-  void advance(std::chrono::nanoseconds d) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    now_ += d;
-  }
-  std::vector<std::chrono::nanoseconds> sleeps() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return sleeps_;
-  }
-
- private:
-  std::mutex mutex_;
-  time_point now_{std::chrono::hours(1000)};
-  std::vector<std::chrono::nanoseconds> sleeps_;
-};
-
-}  // namespace
+using kubetest::FakeClock;
 
 TEST(TokenBucket, BurstIsAvailableAtOnceThenQps) {
   auto clock = std::make_shared<FakeClock>();

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/crd.hpp"
+#include "core/job_status.hpp"
 #include "core/rank_summary.hpp"
 #include "core/report.hpp"
 #include "core/report_format.hpp"
@@ -642,6 +643,85 @@ TEST(Reconciler, MastersResultMayArriveAfterItsEnd) {
   EXPECT_EQ(late.job["status"]["runs"][0]["attempt"], 1);
   EXPECT_NE(late.job["status"]["runs"][0]["message"].get<std::string>().find("ended without delivering a result"),
             std::string::npos);
+}
+
+// ---- the status as a typed value (core/job_status.hpp) ----
+
+/// Reads the job's status as the next reconcile will, and checks it writes back the same JSON.
+BenchmarkJobStatus typed_status(const Observed& o) {
+  const BenchmarkJobStatus st = job_status_from_json(o.job["status"]);
+  EXPECT_EQ(to_json(st), o.job["status"]) << "the status reads back typed and serialises unchanged";
+  return st;
+}
+
+TEST(Reconciler, StatusReadsBackTypedAndUnchanged) {
+  Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
+  apply(o, reconcile(o));
+  EXPECT_EQ(typed_status(o).runs.at(0).phase, RunPhase::Starting);
+  all_running(o);
+  apply(o, reconcile(o));
+  set_phase(o, trainer_pod_name("bj", 0, 0, 0), "Failed", 1);
+  apply(o, reconcile(o));
+  BenchmarkJobStatus st = typed_status(o);
+  EXPECT_EQ(st.runs.at(0).phase, RunPhase::Restarting);
+  EXPECT_EQ(st.runs.at(0).pods_created, false);
+  apply(o, reconcile(o));
+  all_running(o);
+  apply(o, reconcile(o));
+  EXPECT_TRUE(of(reconcile(o), Action::Verb::PatchStatus).empty()) << "nothing changed: no status write";
+  deliver_result(o, 0, 1, 1);
+  apply(o, reconcile(o));
+  all_running(o);
+  apply(o, reconcile(o));
+  deliver_result(o, 1, 0, 4);
+  apply(o, reconcile(o));
+  st = typed_status(o);
+  EXPECT_EQ(st.phase, JobPhase::Succeeded);
+  EXPECT_EQ(st.runs_done, 2);
+  ASSERT_NE(st.condition(ConditionType::Succeeded), nullptr);
+  EXPECT_EQ(st.condition(ConditionType::Succeeded)->status, ConditionStatus::True);
+  ASSERT_TRUE(st.report.has_value());
+  EXPECT_EQ(st.report->runs.size(), 2u);
+  EXPECT_EQ(st.runs.at(0).restarts, 1);
+  ASSERT_TRUE(st.runs.at(1).environment.has_value());
+  EXPECT_EQ(st.runs.at(1).environment->backend, "gloo");
+}
+
+// A status only another program could have written (the CRD's schema refuses it) is not acted
+// on: the reconcile fails naming the field and is retried, and the status is left as it is.
+TEST(Reconciler, UnreadableStatusFailsTheReconcileNamingTheField) {
+  Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
+  apply(o, reconcile(o));
+  o.job["status"]["runs"][1]["phase"] = "Done";
+  try {
+    reconcile(o);
+    ADD_FAILURE() << "reconciled a status it cannot read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "status.runs[1].phase: unknown run phase \"Done\"");
+  }
+  o.job["metadata"]["deletionTimestamp"] = "2026-11-22T10:00:05Z";
+  EXPECT_TRUE(reconcile(o).actions.empty()) << "a job being deleted is left to garbage collection";
+}
+
+// The master's result is the run's; an environment this operator cannot read is left out of
+// status (the report takes another run's), and the run still succeeds.
+TEST(Reconciler, ResultWithAnUnreadableEnvironmentStillSucceeds) {
+  Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
+  apply(o, reconcile(o));
+  all_running(o);
+  apply(o, reconcile(o));
+  deliver_result(o, 0, 0, 1);
+  for (auto& cm : o.configmaps) {
+    if (cm["metadata"]["name"] != result_configmap_name("bj", 0)) continue;
+    json result = json::parse(cm["data"]["result"].get<std::string>());
+    result["environment"] = "gloo on cpu";
+    cm["data"]["result"] = result.dump();
+  }
+  apply(o, reconcile(o));
+  const BenchmarkJobStatus st = typed_status(o);
+  EXPECT_EQ(st.runs.at(0).phase, RunPhase::Succeeded);
+  EXPECT_FALSE(st.runs.at(0).environment.has_value());
+  EXPECT_EQ(st.runs_done, 1);
 }
 
 }  // namespace

@@ -1,0 +1,244 @@
+// core/job_status: the BenchmarkJob status the operator writes, to and from JSON.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+#include "core/job_status.hpp"
+#include "core/rank_summary.hpp"
+#include "core/report.hpp"
+
+namespace trainbench {
+namespace {
+
+using nlohmann::json;
+
+RunReport succeeded_run(int index, int world) {
+  RunReport r;
+  r.index = index;
+  r.label = world == 1 ? "no ddp" : "1M/" + std::to_string(world) + "G";
+  r.devices_label = std::to_string(world) + " CPUs";
+  r.world_size = world;
+  r.devices_per_node = world;
+  r.paradigm = world == 1 ? "none" : "ddp";
+  r.sec_per_iter = {0.1, 0.2, 0.3, 0.4};
+  r.examples_per_sec = {80, 40, 26.5, 20};
+  r.repeats = {r.sec_per_iter};
+  r.loss_start = 2.5;
+  r.loss_end = 1.25;
+  r.optimizer = "sgd";
+  for (int k = 0; k < world; ++k) {
+    RankReport rk;
+    rk.rank = k;
+    rk.local_rank = k;
+    rk.sec_per_iter = {0.1 + 0.01 * k, 0.2, 0.3, 0.4};
+    rk.peak_memory_bytes = 1000 + k;
+    r.ranks.push_back(rk);
+  }
+  return r;
+}
+
+EnvironmentInfo environment() {
+  EnvironmentInfo e;
+  e.trainbench_version = "1.2.3";
+  e.backend = "gloo";
+  e.device = "cpu";
+  e.hostname = "node-1";
+  e.threads_per_process = 2;
+  return e;
+}
+
+/// Every field set, as a finished two-run job's status (the second run compacted to a rank summary).
+BenchmarkJobStatus full_status() {
+  BenchmarkJobStatus s;
+  s.phase = JobPhase::Succeeded;
+  s.conditions = {{ConditionType::Running, ConditionStatus::False, "JobSucceeded", "all 2 runs succeeded",
+                   "2026-11-22T10:05:00Z", 3},
+                  {ConditionType::Succeeded, ConditionStatus::True, "JobSucceeded", "all 2 runs succeeded",
+                   "2026-11-22T10:05:00Z", 3}};
+  s.observed_generation = 3;
+  s.runs_total = 2;
+  s.runs_done = 2;
+  s.progress = "2/2";
+  for (int i = 0; i < 2; ++i) {
+    RunStatus r;
+    r.index = i;
+    r.label = "run " + std::to_string(i);
+    r.phase = RunPhase::Succeeded;
+    r.attempt = i;
+    r.restarts = i;
+    r.pods_created = true;
+    r.start_time = "2026-11-22T10:00:00Z";
+    r.attempt_start_time = "2026-11-22T10:01:00Z";
+    r.completion_time = "2026-11-22T10:02:00Z";
+    r.message = "pod bj-r1-a0-trainer-0 failed";
+    r.summary = compact_for_status(succeeded_run(i, i == 0 ? 1 : kMaxRanksInStatus + 1), "bj-r1-result");
+    r.environment = environment();
+    s.runs.push_back(std::move(r));
+  }
+  BenchmarkJob job;
+  job.metadata.name = "bj";
+  job.metadata.namespace_ = "ns1";
+  s.report = assemble_report(job, {*s.runs[0].summary, *s.runs[1].summary}, environment());
+  s.start_time = "2026-11-22T10:00:00Z";
+  s.completion_time = "2026-11-22T10:05:00Z";
+  s.best_examples_per_sec = 40;
+  s.best_speedup = 1.5;
+  return s;
+}
+
+std::string read_error(const json& j) {
+  try {
+    job_status_from_json(j);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "<read>";
+}
+
+TEST(JobStatus, EveryFieldRoundTripsUnderItsApiName) {
+  const BenchmarkJobStatus s = full_status();
+  const json j = to_json(s);
+  for (const char* key : {"phase", "conditions", "observedGeneration", "runsTotal", "runsDone", "progress", "runs",
+                          "report", "startTime", "completionTime", "bestExamplesPerSec", "bestSpeedup"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j.size(), 12u);
+  EXPECT_EQ(j["phase"], "Succeeded");
+  EXPECT_EQ(j["conditions"][1], json({{"type", "Succeeded"},
+                                      {"status", "True"},
+                                      {"reason", "JobSucceeded"},
+                                      {"message", "all 2 runs succeeded"},
+                                      {"lastTransitionTime", "2026-11-22T10:05:00Z"},
+                                      {"observedGeneration", 3}}));
+  const json& run = j["runs"][1];
+  for (const char* key : {"index", "label", "phase", "attempt", "restarts", "podsCreated", "startTime",
+                          "attemptStartTime", "completionTime", "message", "summary", "environment"}) {
+    EXPECT_TRUE(run.contains(key)) << key;
+  }
+  EXPECT_EQ(run.size(), 12u);
+  EXPECT_EQ(run["summary"]["rankSummary"]["detail"]["configMap"], "bj-r1-result");
+  EXPECT_EQ(run["environment"]["hostname"], "node-1");
+  EXPECT_EQ(j["report"]["kind"], "BenchmarkReport");
+
+  const BenchmarkJobStatus back = job_status_from_json(j);
+  EXPECT_EQ(to_json(back), j);
+  EXPECT_EQ(back.phase, JobPhase::Succeeded);
+  EXPECT_EQ(back.runs[1].phase, RunPhase::Succeeded);
+  EXPECT_EQ(back.runs[1].pods_created, true);
+  EXPECT_EQ(back.runs[1].attempt_start_time, "2026-11-22T10:01:00Z");
+  ASSERT_TRUE(back.runs[1].summary && back.runs[1].summary->rank_summary);
+  EXPECT_EQ(back.runs[1].summary->rank_summary->count, kMaxRanksInStatus + 1);
+  ASSERT_TRUE(back.report.has_value());
+  EXPECT_EQ(back.report->runs.size(), 2u);
+  EXPECT_EQ(back.conditions[0].observed_generation, 3);
+  // Through text too, as the API server stores it.
+  EXPECT_EQ(to_json(job_status_from_json(json::parse(j.dump()))), j);
+}
+
+TEST(JobStatus, WhatIsNotKnownYetIsLeftOut) {
+  EXPECT_EQ(to_json(BenchmarkJobStatus{}), json::object());
+  const BenchmarkJobStatus empty = job_status_from_json(json::object());
+  EXPECT_FALSE(empty.phase.has_value());
+  EXPECT_TRUE(empty.conditions.empty());
+  EXPECT_TRUE(empty.runs.empty());
+  EXPECT_FALSE(empty.observed_generation || empty.runs_total || empty.runs_done || empty.progress || empty.report ||
+               empty.start_time || empty.completion_time || empty.best_examples_per_sec || empty.best_speedup);
+
+  // A run not started yet: what init writes, and no more.
+  RunStatus pending;
+  pending.index = 1;
+  pending.label = "2 CPUs -- 1M/2G";
+  const json pj = to_json(pending);
+  EXPECT_EQ(pj,
+            json({{"index", 1}, {"label", "2 CPUs -- 1M/2G"}, {"phase", "Pending"}, {"attempt", 0}, {"restarts", 0}}));
+  const RunStatus back = run_status_from_json(pj, "runs[1]");
+  EXPECT_FALSE(back.pods_created || back.start_time || back.attempt_start_time || back.completion_time ||
+               back.message || back.summary || back.environment);
+  EXPECT_EQ(to_json(back), pj);
+
+  // A restarted run's podsCreated false is written, not dropped.
+  RunStatus restarting = pending;
+  restarting.pods_created = false;
+  EXPECT_EQ(to_json(run_status_from_json(to_json(restarting), "runs[1]"))["podsCreated"], false);
+
+  Condition c{ConditionType::Invalid, ConditionStatus::Unknown, "Checking", "", "2026-11-22T10:00:00Z", std::nullopt};
+  EXPECT_FALSE(to_json(c).contains("observedGeneration"));
+  EXPECT_EQ(to_json(condition_from_json(to_json(c), "c")), to_json(c));
+}
+
+TEST(JobStatus, UnknownPhaseTextIsRejected) {
+  EXPECT_EQ(read_error({{"phase", "Done"}}), "status.phase: unknown job phase \"Done\"");
+  EXPECT_EQ(read_error({{"phase", "running"}}), "status.phase: unknown job phase \"running\"");
+  json j = to_json(full_status());
+  j["runs"][1]["phase"] = "Finished";
+  EXPECT_EQ(read_error(j), "status.runs[1].phase: unknown run phase \"Finished\"");
+  j = to_json(full_status());
+  j["conditions"][0]["type"] = "Ready";
+  EXPECT_EQ(read_error(j), "status.conditions[0].type: unknown condition type \"Ready\"");
+  j = to_json(full_status());
+  j["conditions"][1]["status"] = "Yes";
+  EXPECT_EQ(read_error(j), "status.conditions[1].status: unknown condition status \"Yes\"");
+}
+
+TEST(JobStatus, ReaderNamesTheMissingOrMistypedField) {
+  const json good = to_json(full_status());
+  const auto error_with = [&](const std::function<void(json&)>& edit) {
+    json j = good;
+    edit(j);
+    return read_error(j);
+  };
+  EXPECT_EQ(read_error(json::array()), "status: must be an object");
+  EXPECT_EQ(error_with([](json& j) { j["phase"] = 3; }), "status.phase: must be a string");
+  EXPECT_EQ(error_with([](json& j) { j["runsDone"] = "2"; }), "status.runsDone: must be an integer");
+  EXPECT_EQ(error_with([](json& j) { j["observedGeneration"] = 1.5; }),
+            "status.observedGeneration: must be an integer");
+  EXPECT_EQ(error_with([](json& j) { j["bestSpeedup"] = "fast"; }), "status.bestSpeedup: must be a number");
+  EXPECT_EQ(error_with([](json& j) { j["conditions"] = json::object(); }), "status.conditions: must be an array");
+  EXPECT_EQ(error_with([](json& j) { j["conditions"][0].erase("reason"); }),
+            "status.conditions[0].reason: is required");
+  EXPECT_EQ(error_with([](json& j) { j["runs"][1].erase("index"); }), "status.runs[1].index: is required");
+  EXPECT_EQ(error_with([](json& j) { j["runs"][0]["podsCreated"] = "yes"; }),
+            "status.runs[0].podsCreated: must be a boolean");
+  EXPECT_EQ(error_with([](json& j) { j["runs"][0]["summary"].erase("secPerIter"); }),
+            "status.runs[0].summary.secPerIter: is required");
+  EXPECT_EQ(error_with([](json& j) { j["runs"][1]["environment"].erase("hostname"); }),
+            "status.runs[1].environment.hostname: is required");
+  EXPECT_EQ(error_with([](json& j) { j["runs"][1]["environment"] = "cpu"; }),
+            "status.runs[1].environment: must be an object");
+  EXPECT_EQ(error_with([](json& j) { j["report"]["runs"][0].erase("label"); }),
+            "status.report.runs[0].label: is required");
+  EXPECT_EQ(error_with([](json& j) { j["report"] = 1; }), "status.report: must be an object");
+}
+
+TEST(JobStatus, SetConditionKeepsTheTransitionTimeWhileTheStatusHolds) {
+  BenchmarkJobStatus s;
+  s.set_condition({ConditionType::Running, ConditionStatus::True, "RunsInProgress", "a", "2026-11-22T10:00:00Z", 1});
+  s.set_condition({ConditionType::Invalid, ConditionStatus::False, "SpecValid", "ok", "2026-11-22T10:00:00Z", 1});
+  s.set_condition({ConditionType::Running, ConditionStatus::True, "RunsInProgress", "b", "2026-11-22T10:01:00Z", 2});
+  ASSERT_EQ(s.conditions.size(), 2u);
+  EXPECT_EQ(s.conditions[0].last_transition_time, "2026-11-22T10:00:00Z") << "status unchanged: time kept";
+  EXPECT_EQ(s.conditions[0].message, "b");
+  EXPECT_EQ(s.conditions[0].observed_generation, 2);
+  s.set_condition({ConditionType::Running, ConditionStatus::False, "JobSucceeded", "c", "2026-11-22T10:02:00Z", 2});
+  EXPECT_EQ(s.conditions[0].last_transition_time, "2026-11-22T10:02:00Z") << "status changed: time moves";
+  ASSERT_NE(s.condition(ConditionType::Invalid), nullptr);
+  EXPECT_EQ(s.condition(ConditionType::Invalid)->reason, "SpecValid");
+  EXPECT_EQ(s.condition(ConditionType::Failed), nullptr);
+}
+
+TEST(JobStatus, EachValueHasOneText) {
+  for (const auto& name : job_phase_names()) EXPECT_EQ(to_string(*job_phase_from_string(name)), name);
+  for (const auto& name : run_phase_names()) EXPECT_EQ(to_string(*run_phase_from_string(name)), name);
+  for (const auto& name : condition_type_names()) EXPECT_EQ(to_string(*condition_type_from_string(name)), name);
+  EXPECT_EQ(to_string(JobPhase::Invalid), "Invalid");
+  EXPECT_EQ(to_string(RunPhase::Restarting), "Restarting");
+  EXPECT_EQ(to_string(ConditionStatus::Unknown), "Unknown");
+  EXPECT_EQ(condition_status_from_string("True"), ConditionStatus::True);
+  EXPECT_FALSE(job_phase_from_string("").has_value());
+  EXPECT_FALSE(run_phase_from_string("succeeded").has_value());
+}
+
+}  // namespace
+}  // namespace trainbench

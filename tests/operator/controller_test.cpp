@@ -1,0 +1,250 @@
+// The Controller carrying out reconcile's decisions against an in-memory API server
+// (fake_cluster.hpp): creates, deletes and the status patch are sent; AlreadyExists and NotFound
+// answers count as done; a transient error requeues the job with per-key exponential backoff
+// (measured on a fake clock, so the test controls when the retry may come).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fake_api_server.hpp"
+#include "fake_clock.hpp"
+#include "fake_cluster.hpp"
+#include "operator/controller/controller.hpp"
+#include "operator/controller/naming.hpp"
+#include "operator/controller/reconciler.hpp"
+#include "test_util.hpp"
+
+namespace trainbench::op {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using Outcome = ControllerMetrics::Outcome;
+using test::FakeCluster;
+
+/// One run of one pod: the smallest job.
+json job_object() {
+  return {{"apiVersion", "trainbench.dev/v1alpha1"},
+          {"kind", "BenchmarkJob"},
+          {"metadata", {{"name", "bj"}, {"namespace", "ns1"}, {"uid", "uid-1"}, {"generation", 1}}},
+          {"spec",
+           {{"benchmark",
+             {{"model", "mlp"}, {"batchSizePerDevice", 8}, {"warmupSteps", 1}, {"measureSteps", 4}, {"repeats", 1}}},
+            {"sweep", json::array({{{"nodes", 1}, {"devicesPerNode", 1}, {"paradigm", "none"}}})},
+            {"runPolicy", {{"backoffLimit", 1}, {"schedulingTimeoutSeconds", 60}}}}}};
+}
+
+/// Records each reconcile's outcome; waits for them.
+class RecordingMetrics : public ControllerMetrics {
+ public:
+  void reconciled(Outcome outcome, double /*seconds*/) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    outcomes_.push_back(outcome);
+    cv_.notify_all();
+  }
+  /// The outcomes once there are at least `n` (or after 20 s, whatever there are).
+  std::vector<Outcome> wait_for(std::size_t n) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait_for(lock, 20s, [&] { return outcomes_.size() >= n; });
+    return outcomes_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<Outcome> outcomes_;
+};
+
+/// A Controller (one worker, no node informer, work queue on a fake clock) running against a
+/// FakeCluster until the fixture ends or stop() is called.
+struct ControllerOnFakeCluster {
+  FakeCluster cluster;
+  kubetest::FakeApiServer server{cluster.handler()};
+  std::shared_ptr<kubetest::FakeClock> clock = std::make_shared<kubetest::FakeClock>();
+  std::shared_ptr<RecordingMetrics> metrics = std::make_shared<RecordingMetrics>();
+  std::atomic<bool> stopping{false};
+  std::unique_ptr<Controller> controller;
+  std::thread runner;
+
+  void start() {
+    ControllerOptions options;
+    options.watch_namespace = "ns1";
+    options.workers = 1;
+    options.metrics = metrics;
+    options.node_lost_after = 0s;
+    options.clock = clock;
+    controller = std::make_unique<Controller>(std::make_shared<const kube::Client>(kubetest::fake_config(server.url())),
+                                              options);
+    stopping = false;
+    runner = std::thread([this] { controller->run(stopping); });
+  }
+  void stop() {
+    stopping = true;
+    runner.join();
+    controller.reset();
+  }
+  ~ControllerOnFakeCluster() {
+    if (runner.joinable()) stop();
+    server.stop();
+  }
+
+  /// The requests sent as (METHOD resource name), without their answers.
+  std::vector<std::string> sent() const {
+    std::vector<std::string> out;
+    for (const auto& w : cluster.writes()) out.push_back(w.method + " " + w.resource + " " + w.name);
+    return out;
+  }
+  /// Waits until the job is back in the work queue (a requeue is added after the reconcile's
+  /// outcome is counted), so that advancing the clock after it counts toward its delay.
+  void wait_requeued() const {
+    for (int i = 0; i < 500 && controller->snapshot().queue_depth == 0; ++i) std::this_thread::sleep_for(10ms);
+    ASSERT_EQ(controller->snapshot().queue_depth, 1u);
+  }
+  json job_status() const { return cluster.get("benchmarkjobs", "ns1", "bj").value()["status"]; }
+};
+
+/// The requests a decision's actions make, in order, as ControllerOnFakeCluster::sent() names them.
+std::vector<std::string> requests_of(const Decision& d) {
+  std::vector<std::string> out;
+  for (const auto& a : d.actions) {
+    switch (a.verb) {
+      case Action::Verb::Create:
+      case Action::Verb::Event:
+        out.push_back("POST " + a.resource + " " + a.body["metadata"].value("name", ""));
+        break;
+      case Action::Verb::Delete:
+      case Action::Verb::ForceDelete:
+        out.push_back("DELETE " + a.resource + " " + a.name);
+        break;
+      case Action::Verb::DeleteCollection:
+        out.push_back("DELETE " + a.resource + " ");
+        break;
+      case Action::Verb::PatchStatus:
+        out.push_back("PATCH " + a.resource + " " + a.name);
+        break;
+    }
+  }
+  return out;
+}
+
+TEST(Controller, CarriesOutTheDecisionForANewJob) {
+  ControllerOnFakeCluster f;
+  f.cluster.seed("benchmarkjobs", job_object());
+  Observed observed;
+  observed.job = f.cluster.get("benchmarkjobs", "ns1", "bj").value();
+  observed.now = Clock::now();
+  const Decision expected = reconcile(observed);
+  ASSERT_FALSE(expected.actions.empty());
+  f.start();
+  EXPECT_EQ(f.metrics->wait_for(1), std::vector<Outcome>{Outcome::kSuccess});
+  EXPECT_EQ(f.sent(), requests_of(expected));
+  EXPECT_EQ(f.job_status()["phase"], "Running");
+  EXPECT_TRUE(f.cluster.get("pods", "ns1", master_pod_name("bj", 0, 0)).has_value());
+  EXPECT_TRUE(f.cluster.get("serviceaccounts", "ns1", reporter_name("bj")).has_value());
+}
+
+TEST(Controller, AlreadyExistsIsDone) {
+  ControllerOnFakeCluster f;
+  f.cluster.seed("benchmarkjobs", job_object());
+  // Made by an earlier reconcile whose watch events have not arrived yet (names are deterministic).
+  f.cluster.fail_next("POST", "serviceaccounts", 409, "AlreadyExists");
+  f.cluster.fail_next("POST", "pods", 409, "AlreadyExists");
+  f.start();
+  EXPECT_EQ(f.metrics->wait_for(1), std::vector<Outcome>{Outcome::kSuccess});
+  EXPECT_EQ(f.cluster.count("POST", "pods"), 2u) << "master and trainer, each once: not retried";
+  EXPECT_EQ(f.cluster.count("PATCH", "benchmarkjobs"), 1u) << "the status is written after it";
+  EXPECT_EQ(f.job_status()["phase"], "Running");
+}
+
+TEST(Controller, NotFoundIsDone) {
+  ControllerOnFakeCluster f;
+  f.cluster.seed("benchmarkjobs", job_object());
+  f.start();  // an earlier operator starts the run, then stops
+  ASSERT_EQ(f.metrics->wait_for(1), std::vector<Outcome>{Outcome::kSuccess});
+  f.stop();
+  // The run's master pod failed; its trainer is already terminating (so the master is deleted
+  // on its own, not by a collection delete).
+  const std::string pod = master_pod_name("bj", 0, 0);
+  json failed = f.cluster.get("pods", "ns1", pod).value();
+  failed["status"] = {
+      {"phase", "Failed"},
+      {"containerStatuses",
+       json::array({{{"name", "trainer"}, {"state", {{"terminated", {{"exitCode", 1}, {"reason", "Error"}}}}}}})}};
+  f.cluster.seed("pods", failed);
+  json terminating = f.cluster.get("pods", "ns1", trainer_pod_name("bj", 0, 0, 0)).value();
+  terminating["metadata"]["deletionTimestamp"] = "2026-11-24T04:00:00Z";
+  f.cluster.seed("pods", terminating);
+  // The pod is deleted by someone else between this operator's list and its delete.
+  f.cluster.fail_next("DELETE", "pods", 404, "NotFound");
+  f.start();
+  EXPECT_EQ(f.metrics->wait_for(2), (std::vector<Outcome>{Outcome::kSuccess, Outcome::kSuccess}));
+  const auto writes = f.cluster.writes();
+  const auto deleted = std::find_if(writes.begin(), writes.end(), [&](const FakeCluster::Write& w) {
+    return w.method == "DELETE" && w.resource == "pods" && w.name == pod;
+  });
+  ASSERT_NE(deleted, writes.end()) << "the failed attempt's pod is deleted";
+  EXPECT_EQ(deleted->status, 404);
+  EXPECT_EQ(writes.back().method + " " + writes.back().resource, "PATCH benchmarkjobs") << "then the status";
+  EXPECT_EQ(f.job_status()["runs"][0]["restarts"], 1);
+}
+
+TEST(Controller, AStatusPatchOfADeletedJobIsDone) {
+  ControllerOnFakeCluster f;
+  f.cluster.seed("benchmarkjobs", job_object());
+  f.cluster.fail_next("PATCH", "benchmarkjobs", 404, "NotFound");
+  f.start();
+  EXPECT_EQ(f.metrics->wait_for(1), std::vector<Outcome>{Outcome::kSuccess});
+  EXPECT_EQ(f.cluster.count("PATCH", "benchmarkjobs"), 1u);
+}
+
+TEST(Controller, ATransientErrorRequeuesWithExponentialBackoff) {
+  ControllerOnFakeCluster f;  // the queue's backoff: 100 ms, then 200 ms, ...
+  f.cluster.seed("benchmarkjobs", job_object());
+  f.cluster.fail_next("POST", "pods", 500, "InternalError");
+  f.cluster.fail_next("POST", "pods", 503, "ServiceUnavailable");
+  f.start();
+  ASSERT_EQ(f.metrics->wait_for(1), std::vector<Outcome>{Outcome::kError});
+  EXPECT_EQ(f.cluster.count("PATCH", "benchmarkjobs"), 0u) << "no status for a decision not carried out";
+  f.wait_requeued();
+  f.clock->advance(99ms);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(f.cluster.count("POST", "pods"), 1u) << "not before the backoff";
+  f.clock->advance(1ms);
+  ASSERT_EQ(f.metrics->wait_for(2), (std::vector<Outcome>{Outcome::kError, Outcome::kError}));
+  f.wait_requeued();
+  f.clock->advance(199ms);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(f.cluster.count("POST", "pods"), 2u) << "the second backoff is twice the first";
+  f.clock->advance(1ms);
+  EXPECT_EQ(f.metrics->wait_for(3), (std::vector<Outcome>{Outcome::kError, Outcome::kError, Outcome::kSuccess}));
+  EXPECT_EQ(f.cluster.count("POST", "pods"), 4u) << "the master twice in vain, then the master and its trainer";
+  EXPECT_EQ(f.cluster.count("POST", "serviceaccounts"), 1u) << "what was made is not made again";
+  EXPECT_EQ(f.job_status()["phase"], "Running");
+}
+
+TEST(Controller, AConflictingStatusWriteIsDecidedAgain) {
+  ControllerOnFakeCluster f;
+  f.cluster.seed("benchmarkjobs", job_object());
+  f.cluster.fail_next("PATCH", "benchmarkjobs", 409, "Conflict");
+  f.start();
+  ASSERT_EQ(f.metrics->wait_for(1), std::vector<Outcome>{Outcome::kRequeue});
+  f.wait_requeued();
+  f.clock->advance(100ms);
+  EXPECT_EQ(f.metrics->wait_for(2), (std::vector<Outcome>{Outcome::kRequeue, Outcome::kSuccess}));
+  EXPECT_EQ(f.cluster.count("PATCH", "benchmarkjobs"), 2u);
+  EXPECT_EQ(f.job_status()["phase"], "Running");
+}
+
+}  // namespace
+}  // namespace trainbench::op
