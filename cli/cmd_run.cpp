@@ -184,7 +184,7 @@ ProgressRun progress_run(const RunConfig& run, std::size_t i, std::size_t count)
   pr.number = static_cast<int>(i) + 1;
   pr.count = static_cast<int>(count);
   pr.label = run.label();
-  pr.model = run.paradigm == "allreduce" ? "(communication only)" : run.model;
+  pr.model = !trains_model(run.paradigm) ? "(communication only)" : run.model;
   pr.world_size = run.process_count();  // processes started (hybrid-ps: trainers + parameter servers)
   pr.warmup_steps = run.warmup_steps;
   return pr;

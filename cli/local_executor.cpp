@@ -142,8 +142,8 @@ std::string describe_exit(const Child& c) {
 /// " (trainer T)" / " (parameter-server J)" for the ranks of a run with parameter servers.
 std::string rank_role(const RunConfig& run, const RankPlacement& p) {
   if (run.parameter_servers == 0) return {};
-  const bool server = p.role == kRoleParameterServer;
-  return " (" + p.role + " " + std::to_string(server ? p.rank - run.world_size() : p.rank) + ")";
+  const bool server = p.role == Role::kParameterServer;
+  return " (" + to_string(p.role) + " " + std::to_string(server ? p.rank - run.world_size() : p.rank) + ")";
 }
 
 /// Checks (without reaping) whether a child has exited; updates it.
@@ -550,7 +550,7 @@ std::vector<RankLaunch> rank_launches(const RunConfig& run, const LocalExecutorO
   for (const auto& placement : placements(run)) {
     if (opts.node_rank >= 0 && placement.node_rank != opts.node_rank) continue;
     // node-launch starts one node's trainers; the operator runs each parameter server in a pod of its own.
-    if (opts.node_rank >= 0 && placement.role != kRoleTrainer) continue;
+    if (opts.node_rank >= 0 && placement.role != Role::kTrainer) continue;
     auto vars = rank_environment(run, placement, opts.master_addr, master_port);
     vars["TRAINBENCH_RESULT_FILE"] = run_dir + "/result.json";
     vars["TRAINBENCH_PROGRESS_FILE"] = run_dir + "/progress.json";

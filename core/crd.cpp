@@ -194,7 +194,7 @@ json benchmark_schema() {
       {{"bucketCapMB", positive_number("Gradient bucket size in MB, as DDP's bucket_cap_mb.", d.bucket_cap_mb)},
        {"gradientCompression",
         enum_t(known_compressions(), "Buckets cast to 16 bits for the all-reduce (none keeps fp32).",
-               d.gradient_compression)},
+               to_string(d.gradient_compression))},
        {"broadcastBuffers",
         bool_t("Broadcast BatchNorm buffers from rank 0 before each forward.", d.broadcast_buffers)}});
   return object_t(
@@ -208,12 +208,12 @@ json benchmark_schema() {
                            "pipeline / model-parallel: one model stage per rank, GPipe micro-batches / one batch; "
                            "hybrid-ps: model hybrid-embedding, its dense part replicated with DDP over the trainers, "
                            "its embedding rows sharded over parameter servers (the DDP + RPC benchmark).",
-                           b.paradigm)},
+                           to_string(b.paradigm))},
        {"batchSizePerDevice", int_t("Examples per rank per step.", 1, 65536, b.batch_size_per_device)},
        {"precision", enum_t(known_precisions(),
                             "Training precision: fp32; amp-bf16 (autocast to bfloat16, CPU or GPU); amp-fp16 "
                             "(autocast to float16 with dynamic loss scaling, GPU only).",
-                            b.precision)},
+                            to_string(b.precision))},
        {"warmupSteps", int_t("Steps run before timing starts.", 0, kInt32Max, b.warmup_steps)},
        {"measureSteps", int_t("Timed steps per repeat.", 1, kInt32Max, b.measure_steps)},
        {"repeats", int_t("Rounds of measureSteps; the report shows the median over rounds.", 1, 1000, b.repeats)},
@@ -325,65 +325,65 @@ json nccl_schema() {
 
 json run_policy_schema() {
   const RunPolicy p;
-  return object_t(
-      "How runs are bounded, restarted and cleaned up.",
-      {{"activeDeadlineSeconds",
-        int_t("A job still going after this many seconds fails; 0: no deadline.", 0, kInt32Max,
-              p.active_deadline_seconds)},
-       {"collectiveTimeoutSeconds",
-        int_t("Rendezvous and collective timeout inside the workers.", 1, kInt32Max, p.collective_timeout_seconds)},
-       {"backoffLimit",
-        int_t("Whole-run restarts (new attempts) after a failed pod before the job fails.", 0, kInt32Max,
-              p.backoff_limit)},
-       {"schedulingTimeoutSeconds",
-        int_t("All pods of a run must be Running within this, or the run fails naming the pending pods.", 1,
-              kInt32Max, p.scheduling_timeout_seconds)},
-       {"cleanPodPolicy",
-        enum_t(known_clean_pod_policies(), "Pods deleted when a run ends: All, only Running ones, or None.",
-               p.clean_pod_policy)}});
+  return object_t("How runs are bounded, restarted and cleaned up.",
+                  {{"activeDeadlineSeconds", int_t("A job still going after this many seconds fails; 0: no deadline.",
+                                                   0, kInt32Max, p.active_deadline_seconds)},
+                   {"collectiveTimeoutSeconds", int_t("Rendezvous and collective timeout inside the workers.", 1,
+                                                      kInt32Max, p.collective_timeout_seconds)},
+                   {"backoffLimit", int_t("Whole-run restarts (new attempts) after a failed pod before the job fails.",
+                                          0, kInt32Max, p.backoff_limit)},
+                   {"schedulingTimeoutSeconds",
+                    int_t("All pods of a run must be Running within this, or the run fails naming the pending pods.", 1,
+                          kInt32Max, p.scheduling_timeout_seconds)},
+                   {"cleanPodPolicy",
+                    enum_t(known_clean_pod_policies(), "Pods deleted when a run ends: All, only Running ones, or None.",
+                           to_string(p.clean_pod_policy))}});
 }
 
 json spec_schema() {
   const BenchmarkJob j;
-  json spec = object_t(
-      "The benchmark and its sweep of cluster shapes; trainbench run reads the same document.",
-      {{"benchmark", benchmark_schema()},
-       {"sweep", sweep_schema()},
-       {"device", enum_t(known_devices(), "Where the workers train.", j.device)},
-       {"backend", enum_t(known_backends(), "Collective backend; unset: gloo on cpu, nccl on cuda.")},
-       {"masterPort",
-        int_t("MASTER_PORT of every run (the rendezvous store on the master pod).", kMinMasterPort, kMaxMasterPort,
-              j.master_port)},
-       {"runPolicy", run_policy_schema()},
-       {"template", template_schema()},
-       {"nccl", nccl_schema()}},
-      {"benchmark", "sweep"});
+  json spec = object_t("The benchmark and its sweep of cluster shapes; trainbench run reads the same document.",
+                       {{"benchmark", benchmark_schema()},
+                        {"sweep", sweep_schema()},
+                        {"device", enum_t(known_devices(), "Where the workers train.", to_string(j.device))},
+                        {"backend", enum_t(known_backends(), "Collective backend; unset: gloo on cpu, nccl on cuda.")},
+                        {"masterPort", int_t("MASTER_PORT of every run (the rendezvous store on the master pod).",
+                                             kMinMasterPort, kMaxMasterPort, j.master_port)},
+                        {"runPolicy", run_policy_schema()},
+                        {"template", template_schema()},
+                        {"nccl", nccl_schema()}},
+                       {"benchmark", "sweep"});
   const BenchmarkSpec b;
   const SweepEntry e;
   const std::string paradigm =
       "(has(e.paradigm) ? e.paradigm : (has(self.benchmark) && has(self.benchmark.paradigm) ? "
-      "self.benchmark.paradigm : " + cel_string(b.paradigm) + "))";
+      "self.benchmark.paradigm : " +
+      cel_string(to_string(b.paradigm)) + "))";
   spec["x-kubernetes-validations"] = json::array(
-      {cel("!has(self.backend) || self.backend != 'nccl' || " + field_or("self", "device", cel_string(j.device)) +
-               " == 'cuda'",
+      {cel("!has(self.backend) || self.backend != 'nccl' || " +
+               field_or("self", "device", cel_string(to_string(j.device))) + " == 'cuda'",
            "spec.backend: nccl needs spec.device cuda"),
        cel("!has(self.sweep) || self.sweep.all(e, " + paradigm + " != 'none' || (" +
                field_or("e", "nodes", std::to_string(e.nodes)) + " == 1 && " +
                field_or("e", "devicesPerNode", std::to_string(e.devices_per_node)) + " == 1))",
            "spec.sweep: paradigm none runs on exactly one device (nodes 1, devicesPerNode 1)"),
        cel("!has(self.benchmark.precision) || self.benchmark.precision != 'amp-fp16' || " +
-               field_or("self", "device", cel_string(j.device)) + " == 'cuda'",
+               field_or("self", "device", cel_string(to_string(j.device))) + " == 'cuda'",
            "spec.benchmark.precision: amp-fp16 needs spec.device cuda"),
        cel("!has(self.benchmark) || has(self.benchmark.model) || (has(self.sweep) && size(self.sweep) > 0 && "
-           "self.sweep.all(e, " + paradigm + " == 'allreduce'))",
+           "self.sweep.all(e, " +
+               paradigm + " == 'allreduce'))",
            "spec.benchmark.model: is required unless every run is paradigm allreduce"),
        cel("!has(self.sweep) || self.sweep.all(e, !has(e.parameterServers) || " + paradigm + " == 'hybrid-ps')",
            "spec.sweep: parameterServers is only for paradigm hybrid-ps"),
-       cel("!has(self.sweep) || self.sweep.all(e, " + paradigm + " != 'hybrid-ps' || (has(self.benchmark) && "
-           "has(self.benchmark.model) && self.benchmark.model == 'hybrid-embedding'))",
+       cel("!has(self.sweep) || self.sweep.all(e, " + paradigm +
+               " != 'hybrid-ps' || (has(self.benchmark) && "
+               "has(self.benchmark.model) && self.benchmark.model == 'hybrid-embedding'))",
            "spec.benchmark.model: paradigm hybrid-ps needs model hybrid-embedding"),
-       cel("!has(self.sweep) || " + field_or("self", "device", cel_string(j.device)) + " == 'cpu' || "
-           "self.sweep.all(e, " + paradigm + " != 'hybrid-ps')",
+       cel("!has(self.sweep) || " + field_or("self", "device", cel_string(to_string(j.device))) +
+               " == 'cpu' || "
+               "self.sweep.all(e, " +
+               paradigm + " != 'hybrid-ps')",
            "spec.device: paradigm hybrid-ps runs on cpu (gloo)")});
   return spec;
 }

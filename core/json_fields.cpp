@@ -5,6 +5,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "core/spec_error.hpp"
+
 namespace trainbench::json_fields {
 namespace {
 
@@ -31,6 +33,13 @@ const nlohmann::json& member(const nlohmann::json& obj, const std::string& key, 
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) fail(child(path, key), "is required");
   return *it;
+}
+
+void fail_not_one_of(const std::string& path, const std::string& key, const std::string& text,
+                     const std::vector<std::string>& allowed) {
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  fail(child(path, key), "must be one of [" + list + "], got \"" + printable(text) + "\"");
 }
 
 std::string get_string(const nlohmann::json& obj, const std::string& key, const std::string& path) {

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/vocabulary.hpp"
+
 namespace trainbench::json_fields {
 
 /// Strict readers for JSON documents the project reads back (worker results, reports).
@@ -31,5 +33,17 @@ const nlohmann::json& get_object(const nlohmann::json& obj, const std::string& k
 void require_object(const nlohmann::json& j, const std::string& path);
 /// A number element of an array (path is the element's path).
 double as_number(const nlohmann::json& j, const std::string& path);
+
+/// Throws "<path>.<key>: must be one of [allowed...], got "<text>"".
+[[noreturn]] void fail_not_one_of(const std::string& path, const std::string& key, const std::string& text,
+                                  const std::vector<std::string>& allowed);
+
+/// A string of a closed set (core/vocabulary.hpp, core/paradigm.hpp) as its enum.
+template <typename E>
+E get_enum(const nlohmann::json& obj, const std::string& key, const std::string& path) {
+  const std::string text = get_string(obj, key, path);
+  if (const auto v = parse_enum<E>(text)) return *v;
+  fail_not_one_of(path, key, text, allowed_texts<E>());
+}
 
 }  // namespace trainbench::json_fields

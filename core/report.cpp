@@ -61,7 +61,7 @@ RunReport summarize_run(const RunConfig& cfg, const RunResult& result) {
   }
   run.sec_per_iter = median_of(run.repeats);
   // A pipeline's ranks are stages of one model replica: it trains one batch per step.
-  const bool staged = cfg.paradigm == "pipeline" || cfg.paradigm == "model-parallel";
+  const bool staged = splits_into_stages(cfg.paradigm);
   run.examples_per_sec =
       throughput(run.sec_per_iter, static_cast<double>(cfg.batch_size_per_device) * (staged ? 1 : cfg.world_size()));
   run.optimizer = result.optimizer;
@@ -103,7 +103,7 @@ RunReport summarize_run(const RunConfig& cfg, const RunResult& result) {
     run.ranks.push_back(rr);
   }
   if (result.allreduce) summarize_allreduce_run(cfg, result, run);
-  if (cfg.paradigm == "hybrid-ps") summarize_hybrid_ps_run(cfg, result, run);
+  if (has_parameter_servers(cfg.paradigm)) summarize_hybrid_ps_run(cfg, result, run);
   return run;
 }
 
@@ -113,19 +113,20 @@ Report assemble_report(const BenchmarkJob& job, std::vector<RunReport> runs, con
   rep.job_namespace = job.metadata.namespace_;
   rep.model = job.benchmark.model;
   rep.batch_size_per_device = job.benchmark.batch_size_per_device;
-  rep.precision = job.benchmark.precision;
+  rep.precision = to_string(job.benchmark.precision);
   rep.warmup_steps = job.benchmark.warmup_steps;
   rep.measure_steps = job.benchmark.measure_steps;
   rep.repeats = job.benchmark.repeats;
   rep.bucket_cap_mb = job.benchmark.ddp.bucket_cap_mb;
-  rep.gradient_compression = job.benchmark.ddp.gradient_compression;
+  rep.gradient_compression = to_string(job.benchmark.ddp.gradient_compression);
   rep.environment = environment;
   rep.runs = std::move(runs);
   // Baseline: the single-device "no ddp" run, else any single-device run.
   auto pick = [&rep](bool want_none) -> std::optional<int> {
     for (std::size_t i = 0; i < rep.runs.size(); ++i) {
       const auto& r = rep.runs[i];
-      if (r.phase == "Succeeded" && r.world_size == 1 && !r.allreduce && (!want_none || r.paradigm == "none")) {
+      if (r.phase == "Succeeded" && r.world_size == 1 && !r.allreduce &&
+          (!want_none || r.paradigm == Paradigm::kNone)) {
         return static_cast<int>(i);
       }
     }
@@ -208,7 +209,7 @@ nlohmann::json to_json(const RunReport& run) {
                       {"nodes", run.nodes},
                       {"devicesPerNode", run.devices_per_node},
                       {"worldSize", run.world_size},
-                      {"paradigm", run.paradigm},
+                      {"paradigm", to_string(run.paradigm)},
                       {"bucketCapMB", run.bucket_cap_mb},
                       {"phase", run.phase}};
   if (run.phase == "Succeeded") {
@@ -273,7 +274,7 @@ RunReport run_report_from_json(const nlohmann::json& rj, const std::string& p) {
   run.nodes = jf::get_int32(rj, "nodes", p);
   run.devices_per_node = jf::get_int32(rj, "devicesPerNode", p);
   run.world_size = jf::get_int32(rj, "worldSize", p);
-  run.paradigm = jf::get_string(rj, "paradigm", p);
+  run.paradigm = jf::get_enum<Paradigm>(rj, "paradigm", p);
   run.bucket_cap_mb = jf::get_number(rj, "bucketCapMB", p);
   run.phase = jf::get_string(rj, "phase", p);
   if (run.phase == "Succeeded") {

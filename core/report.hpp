@@ -76,7 +76,7 @@ struct RunReport {
   int nodes = 1;
   int devices_per_node = 1;
   int world_size = 1;
-  std::string paradigm;
+  Paradigm paradigm = Paradigm::kDdp;
   double bucket_cap_mb = 0;
   std::string phase = "Succeeded";  ///< Succeeded | Failed
   std::string error;                ///< why it failed

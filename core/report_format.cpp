@@ -46,13 +46,13 @@ std::string per_rank(const RunReport& r, const std::function<std::string(const R
 /// mixes paradigms or uses zero / pipeline / model-parallel.
 void paradigm_table(std::ostringstream& os, const std::vector<const RunReport*>& runs) {
   std::vector<const RunReport*> ok;
-  std::vector<std::string> paradigms;
+  std::vector<Paradigm> paradigms;
   bool special = false;
   for (const auto* r : runs) {
     if (r->phase != "Succeeded" || r->allreduce) continue;
     ok.push_back(r);
     if (std::find(paradigms.begin(), paradigms.end(), r->paradigm) == paradigms.end()) paradigms.push_back(r->paradigm);
-    special = special || r->paradigm == "zero" || r->pipeline.has_value();
+    special = special || r->paradigm == Paradigm::kZero || r->pipeline.has_value();
   }
   if (ok.empty() || (paradigms.size() < 2 && !special)) return;
   const std::vector<std::string> head = {"",
@@ -72,18 +72,18 @@ void paradigm_table(std::ostringstream& os, const std::vector<const RunReport*>&
                    [](const RankReport& k) { return k.bubble_fraction.value_or(0); }) +
                printf_str(" (%.0f%%)", r->pipeline->theoretical_bubble * 100);
     }
-    rows.push_back({row_name(*r), r->paradigm + (r->pipeline ? " x" + std::to_string(r->pipeline->micro_batches) : ""),
-                    r->optimizer.empty() ? "-" : r->optimizer, fmt_rate(r->examples_per_sec.p50),
-                    per_rank(
-                        *r, [](const RankReport& k) { return fmt_bytes(k.peak_memory_bytes); },
-                        [](const RankReport& k) { return static_cast<double>(k.peak_memory_bytes); }),
-                    per_rank(
-                        *r, [](const RankReport& k) { return fmt_bytes(k.optimizer_state_bytes); },
-                        [](const RankReport& k) { return static_cast<double>(k.optimizer_state_bytes); }),
-                    r->loss_start && r->loss_end
-                        ? printf_str("%.4f", *r->loss_start) + " -> " + printf_str("%.4f", *r->loss_end)
-                        : "-",
-                    bubble});
+    rows.push_back(
+        {row_name(*r), to_string(r->paradigm) + (r->pipeline ? " x" + std::to_string(r->pipeline->micro_batches) : ""),
+         r->optimizer.empty() ? "-" : r->optimizer, fmt_rate(r->examples_per_sec.p50),
+         per_rank(
+             *r, [](const RankReport& k) { return fmt_bytes(k.peak_memory_bytes); },
+             [](const RankReport& k) { return static_cast<double>(k.peak_memory_bytes); }),
+         per_rank(
+             *r, [](const RankReport& k) { return fmt_bytes(k.optimizer_state_bytes); },
+             [](const RankReport& k) { return static_cast<double>(k.optimizer_state_bytes); }),
+         r->loss_start && r->loss_end ? printf_str("%.4f", *r->loss_start) + " -> " + printf_str("%.4f", *r->loss_end)
+                                      : "-",
+         bubble});
   }
   std::vector<std::size_t> width(head.size(), 0);
   for (const auto& row : rows) {
@@ -153,7 +153,7 @@ void environment_header(std::ostringstream& os, const EnvironmentInfo& e) {
 
 bool every_run_is_allreduce(const Report& report) {
   return !report.runs.empty() && std::all_of(report.runs.begin(), report.runs.end(),
-                                             [](const RunReport& r) { return r.paradigm == "allreduce"; });
+                                             [](const RunReport& r) { return r.paradigm == Paradigm::kAllreduce; });
 }
 
 /// The body of a report whose runs are all paradigm allreduce: its failures, then the bus

@@ -11,15 +11,15 @@ namespace trainbench {
 namespace jf = json_fields;
 
 std::string RunConfig::label() const {
-  if (paradigm == "none") return "no ddp";
+  if (paradigm == Paradigm::kNone) return "no ddp";
   const std::string shape = std::to_string(nodes) + "M/" + std::to_string(devices_per_node) + "G";
   // The seed's labels name DDP runs by shape only; other paradigms add their name so that a
   // sweep mixing paradigms has one distinct row per run ("1M/2G zero").
-  return paradigm == "ddp" ? shape : shape + " " + paradigm;
+  return paradigm == Paradigm::kDdp ? shape : shape + " " + to_string(paradigm);
 }
 
 std::string RunConfig::devices_label() const {
-  return std::to_string(world_size()) + (device == "cuda" ? " GPUs" : " CPUs");
+  return std::to_string(world_size()) + (device == Device::kCuda ? " GPUs" : " CPUs");
 }
 
 nlohmann::json to_json(const RunTestOptions& t) {
@@ -53,10 +53,10 @@ nlohmann::json to_json(const RunConfig& c) {
       {"index", c.index},
       {"nodes", c.nodes},
       {"devicesPerNode", c.devices_per_node},
-      {"paradigm", c.paradigm},
+      {"paradigm", to_string(c.paradigm)},
       {"model", c.model},
       {"batchSizePerDevice", c.batch_size_per_device},
-      {"precision", c.precision},
+      {"precision", to_string(c.precision)},
       {"warmupSteps", c.warmup_steps},
       {"measureSteps", c.measure_steps},
       {"repeats", c.repeats},
@@ -64,20 +64,21 @@ nlohmann::json to_json(const RunConfig& c) {
       {"learningRate", c.learning_rate},
       {"threadsPerProcess", c.threads_per_process},
       {"imageSize", c.image_size},
-      {"mlp", {{"inputSize", c.mlp.input_size}, {"hiddenSizes", c.mlp.hidden_sizes}, {"numClasses", c.mlp.num_classes}}},
+      {"mlp",
+       {{"inputSize", c.mlp.input_size}, {"hiddenSizes", c.mlp.hidden_sizes}, {"numClasses", c.mlp.num_classes}}},
       {"ddp",
        {{"bucketCapMB", c.ddp.bucket_cap_mb},
-        {"gradientCompression", c.ddp.gradient_compression},
+        {"gradientCompression", to_string(c.ddp.gradient_compression)},
         {"broadcastBuffers", c.ddp.broadcast_buffers}}},
-      {"optimizer", c.optimizer},
+      {"optimizer", to_string(c.optimizer)},
       {"pipeline", {{"microBatches", c.pipeline.micro_batches}, {"boundaries", c.pipeline.boundaries}}},
       {"sequenceLength", c.sequence_length},
       {"transformer", to_json(c.transformer)},
       {"mlstm", to_json(c.mlstm)},
       {"hybridEmbedding", to_json(c.hybrid_embedding)},
       {"allreduce", to_json(c.allreduce)},
-      {"device", c.device},
-      {"backend", c.backend},
+      {"device", to_string(c.device)},
+      {"backend", to_string(c.backend)},
       {"collectiveTimeoutSeconds", c.collective_timeout_seconds},
       {"parameterServers", c.parameter_servers},
   };
@@ -95,10 +96,10 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
   c.index = jf::get_int32(j, "index", p);
   c.nodes = jf::get_int32(j, "nodes", p);
   c.devices_per_node = jf::get_int32(j, "devicesPerNode", p);
-  c.paradigm = jf::get_string(j, "paradigm", p);
+  c.paradigm = jf::get_enum<Paradigm>(j, "paradigm", p);
   c.model = jf::get_string(j, "model", p);
   c.batch_size_per_device = jf::get_int32(j, "batchSizePerDevice", p);
-  c.precision = jf::get_string(j, "precision", p);
+  c.precision = jf::get_enum<Precision>(j, "precision", p);
   c.warmup_steps = jf::get_int32(j, "warmupSteps", p);
   c.measure_steps = jf::get_int32(j, "measureSteps", p);
   c.repeats = jf::get_int32(j, "repeats", p);
@@ -115,9 +116,9 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
   c.mlp.hidden_sizes = jf::get_int32_list(mlp, "hiddenSizes", "mlp");
   const auto& ddp = jf::get_object(j, "ddp", p);
   c.ddp.bucket_cap_mb = jf::get_number(ddp, "bucketCapMB", "ddp");
-  c.ddp.gradient_compression = jf::get_string(ddp, "gradientCompression", "ddp");
+  c.ddp.gradient_compression = jf::get_enum<GradientCompression>(ddp, "gradientCompression", "ddp");
   c.ddp.broadcast_buffers = jf::get_bool(ddp, "broadcastBuffers", "ddp");
-  c.optimizer = jf::get_string(j, "optimizer", p);
+  c.optimizer = jf::get_enum<Optimizer>(j, "optimizer", p);
   const auto& pipe = jf::get_object(j, "pipeline", p);
   c.pipeline.micro_batches = jf::get_int32(pipe, "microBatches", "pipeline");
   c.pipeline.boundaries = jf::get_int32_list(pipe, "boundaries", "pipeline");
@@ -132,8 +133,8 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
     c.allreduce.max_bytes = jf::get_int(ar, "maxBytes", "allreduce");
     c.allreduce.dtype = jf::get_string(ar, "dtype", "allreduce");
   }
-  c.device = jf::get_string(j, "device", p);
-  c.backend = jf::get_string(j, "backend", p);
+  c.device = jf::get_enum<Device>(j, "device", p);
+  c.backend = jf::get_enum<Backend>(j, "backend", p);
   c.collective_timeout_seconds = jf::get_int32(j, "collectiveTimeoutSeconds", p);
   if (c.nodes < 1 || c.devices_per_node < 1) throw std::runtime_error("nodes/devicesPerNode: must be >= 1");
   if (c.threads_per_process < 1) throw std::runtime_error("threadsPerProcess: must be >= 1");
@@ -144,14 +145,14 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
   if (jf::has(j, "parameterServers")) c.parameter_servers = jf::get_int32(j, "parameterServers", p);
   if (jf::has(j, "parameterServersOwnPods")) c.parameter_servers_own_pods = jf::get_bool(j, "parameterServersOwnPods", p);
   if (jf::has(j, "testOptions")) c.test = run_test_options_from_json(jf::get_object(j, "testOptions", p));
-  if (c.paradigm == "hybrid-ps" &&
+  if (has_parameter_servers(c.paradigm) &&
       (c.parameter_servers < kMinParameterServers || c.parameter_servers > kMaxParameterServers)) {
     throw std::runtime_error("parameterServers: paradigm hybrid-ps needs " + std::to_string(kMinParameterServers) +
                              ".." + std::to_string(kMaxParameterServers) + ", got " +
                              std::to_string(c.parameter_servers));
   }
-  if (c.paradigm != "hybrid-ps" && c.parameter_servers != 0) {
-    throw std::runtime_error("parameterServers: must be 0 for paradigm " + c.paradigm + ", got " +
+  if (!has_parameter_servers(c.paradigm) && c.parameter_servers != 0) {
+    throw std::runtime_error("parameterServers: must be 0 for paradigm " + to_string(c.paradigm) + ", got " +
                              std::to_string(c.parameter_servers));
   }
   return c;
@@ -177,7 +178,8 @@ std::vector<RunConfig> plan_runs(const BenchmarkJob& job, int cores, ServerPlace
     c.repeats = b.repeats;
     c.seed = b.seed;
     c.learning_rate = b.learning_rate;
-    if (c.paradigm == "hybrid-ps") c.parameter_servers = e.parameter_servers.value_or(b.hybrid_ps.parameter_servers);
+    if (has_parameter_servers(c.paradigm))
+      c.parameter_servers = e.parameter_servers.value_or(b.hybrid_ps.parameter_servers);
     c.parameter_servers_own_pods = c.parameter_servers > 0 && servers == ServerPlacement::OwnPods;
     // cores / processes on the busiest node (node 0, which also hosts local parameter servers)
     c.threads_per_process = b.threads_per_process > 0
@@ -186,9 +188,9 @@ std::vector<RunConfig> plan_runs(const BenchmarkJob& job, int cores, ServerPlace
     c.image_size = b.image_size;
     c.mlp = b.mlp;
     c.ddp = b.ddp;
-    c.optimizer = b.optimizer.empty() ? default_optimizer(c.paradigm) : b.optimizer;
+    c.optimizer = b.optimizer.value_or(default_optimizer(c.paradigm));
     c.pipeline = b.pipeline;
-    if (c.paradigm != "pipeline") c.pipeline.micro_batches = 1;  // model-parallel: one micro-batch
+    if (c.paradigm != Paradigm::kPipeline) c.pipeline.micro_batches = 1;  // model-parallel: one micro-batch
     c.sequence_length = b.sequence_length;
     c.transformer = b.transformer;
     c.mlstm = b.mlstm;
@@ -196,7 +198,7 @@ std::vector<RunConfig> plan_runs(const BenchmarkJob& job, int cores, ServerPlace
     c.allreduce = b.allreduce;
     if (e.bucket_cap_mb) c.ddp.bucket_cap_mb = *e.bucket_cap_mb;
     c.device = job.device;
-    c.backend = job.backend.empty() ? (job.device == "cuda" ? "nccl" : "gloo") : job.backend;
+    c.backend = job.backend.value_or(default_backend(job.device));
     c.collective_timeout_seconds = job.run_policy.collective_timeout_seconds;
     runs.push_back(c);
   }
@@ -207,11 +209,11 @@ std::vector<RankPlacement> placements(const RunConfig& run) {
   std::vector<RankPlacement> out;
   for (int node = 0; node < run.nodes; ++node) {
     for (int local = 0; local < run.devices_per_node; ++local) {
-      out.push_back({node, local, node * run.devices_per_node + local, kRoleTrainer});
+      out.push_back({node, local, node * run.devices_per_node + local, Role::kTrainer});
     }
   }
   for (int j = 0; j < run.parameter_servers; ++j) {
-    out.push_back({0, run.devices_per_node + j, run.world_size() + j, kRoleParameterServer});
+    out.push_back({0, run.devices_per_node + j, run.world_size() + j, Role::kParameterServer});
   }
   return out;
 }
@@ -234,7 +236,7 @@ std::map<std::string, std::string> rank_environment(const RunConfig& run, const 
       {"OMP_NUM_THREADS", std::to_string(run.threads_per_process)},
       // OpenBLAS keeps its own pool, sized from OMP_NUM_THREADS unless this is set.
       {"OPENBLAS_NUM_THREADS", std::to_string(run.threads_per_process)},
-      {"TRAINBENCH_ROLE", p.role},
+      {"TRAINBENCH_ROLE", to_string(p.role)},
       {"TRAINBENCH_RUN_CONFIG", to_json(run).dump()},
   };
 }

@@ -47,10 +47,10 @@ struct RunConfig {
   int index = 0;              ///< position in spec.sweep
   int nodes = 1;
   int devices_per_node = 1;
-  std::string paradigm;       ///< none | ddp
+  Paradigm paradigm = Paradigm::kDdp;
   std::string model;
   int batch_size_per_device = 32;
-  std::string precision = "fp32";
+  Precision precision = Precision::kFp32;
   int warmup_steps = 20;
   int measure_steps = 100;
   int repeats = 5;
@@ -60,15 +60,15 @@ struct RunConfig {
   int image_size = 224;
   MlpSpec mlp;
   DdpSpec ddp;
-  std::string optimizer = "sgd";  ///< sgd (momentum 0.9) | adam; resolved per paradigm
+  Optimizer optimizer = Optimizer::kSgd;  ///< resolved per paradigm (default_optimizer)
   PipelineSpec pipeline;          ///< micro_batches resolved: 1 unless paradigm pipeline
   int sequence_length = 128;
   TransformerSpec transformer;
   MlstmSpec mlstm;
   HybridEmbeddingSpec hybrid_embedding;
   AllreduceSpec allreduce;        ///< paradigm allreduce
-  std::string device = "cpu";
-  std::string backend = "gloo";
+  Device device = Device::kCpu;
+  Backend backend = Backend::kGloo;
   int collective_timeout_seconds = 300;
   /// paradigm hybrid-ps: parameter-server processes besides the trainers ("parameterServers");
   /// 0 for every other paradigm.
@@ -91,7 +91,7 @@ struct RunConfig {
 };
 
 nlohmann::json to_json(const RunConfig& c);
-/// Throws std::runtime_error naming the missing or mistyped field.
+/// Throws std::runtime_error naming the missing, mistyped or misspelt field.
 RunConfig run_config_from_json(const nlohmann::json& j);
 
 /// Where paradigm hybrid-ps's parameter servers run.
@@ -105,15 +105,12 @@ enum class ServerPlacement {
 std::vector<RunConfig> plan_runs(const BenchmarkJob& job, int cores,
                                  ServerPlacement servers = ServerPlacement::WithNodeZero);
 
-inline constexpr const char* kRoleTrainer = "trainer";
-inline constexpr const char* kRoleParameterServer = "parameter-server";
-
 /// Where a rank lives inside a run.
 struct RankPlacement {
   int node_rank = 0;
   int local_rank = 0;
   int rank = 0;  ///< trainers: node_rank * devices_per_node + local_rank; servers: world_size() + j
-  std::string role = kRoleTrainer;  ///< kRoleTrainer | kRoleParameterServer
+  Role role = Role::kTrainer;
 };
 
 /// The trainers in rank order, then (paradigm hybrid-ps) parameter server j = 0..P-1 as rank

@@ -28,6 +28,11 @@ std::string list(const std::vector<std::string>& items) {
   return out;
 }
 
+/// The validator's message for a value outside a closed set (the reader's for an enum field).
+std::string one_of_message(const std::vector<std::string>& allowed, const std::string& value) {
+  return "must be one of [" + list(allowed) + "], got " + quote(value);
+}
+
 std::string fmt_number(double v) {
   std::ostringstream os;
   os << v;
@@ -109,6 +114,18 @@ class Reader {
       return;
     }
     out = n.Scalar();
+  }
+
+  /// A field of a closed set (core/vocabulary.hpp): a string spelt as one of E's values.
+  template <typename E>
+  void read_enum(const YAML::Node& parent, const std::string& key, const std::string& path, E& out) {
+    if (const auto v = read_enum_text<E>(parent, key, path, false)) out = *v;
+  }
+
+  /// An optional field of a closed set: absent, null or "" leaves `out` unset.
+  template <typename E>
+  void read_enum(const YAML::Node& parent, const std::string& key, const std::string& path, std::optional<E>& out) {
+    if (const auto v = read_enum_text<E>(parent, key, path, true)) out = *v;
   }
 
   void read_int(const YAML::Node& parent, const std::string& key, const std::string& path, int& out) {
@@ -275,6 +292,20 @@ class Reader {
   }
 
  private:
+  template <typename E>
+  std::optional<E> read_enum_text(const YAML::Node& parent, const std::string& key, const std::string& path,
+                                  bool empty_is_unset) {
+    const YAML::Node n = parent[key];
+    if (!n.IsDefined() || n.IsNull()) return std::nullopt;
+    const std::size_t before = error_count();
+    std::string text;
+    read_string(parent, key, path, text);
+    if (error_count() != before || (empty_is_unset && text.empty())) return std::nullopt;
+    const auto v = parse_enum<E>(text);
+    if (!v) error(join(path, key), one_of_message(allowed_texts<E>(), text));
+    return v;
+  }
+
   bool map_node(const YAML::Node& n, const std::string& path, const char* what) {
     if (!n.IsDefined() || n.IsNull()) return false;
     if (!n.IsMap()) {
@@ -334,7 +365,7 @@ void read_mlp(Reader& r, const YAML::Node& n, const std::string& path, MlpSpec& 
 void read_ddp(Reader& r, const YAML::Node& n, const std::string& path, DdpSpec& d) {
   if (!r.object(n, path, {"bucketCapMB", "gradientCompression", "broadcastBuffers"})) return;
   r.read_double(n, "bucketCapMB", path, d.bucket_cap_mb);
-  r.read_string(n, "gradientCompression", path, d.gradient_compression);
+  r.read_enum(n, "gradientCompression", path, d.gradient_compression);
   r.read_bool(n, "broadcastBuffers", path, d.broadcast_buffers);
 }
 
@@ -406,9 +437,9 @@ void read_benchmark(Reader& r, const YAML::Node& n, BenchmarkSpec& b) {
                  "transformer", "mlstm", "hybridEmbedding", "allreduce", "hybridPs"}))
     return;
   r.read_string(n, "model", path, b.model);
-  r.read_string(n, "paradigm", path, b.paradigm);
+  r.read_enum(n, "paradigm", path, b.paradigm);
   r.read_int(n, "batchSizePerDevice", path, b.batch_size_per_device);
-  r.read_string(n, "precision", path, b.precision);
+  r.read_enum(n, "precision", path, b.precision);
   r.read_int(n, "warmupSteps", path, b.warmup_steps);
   r.read_int(n, "measureSteps", path, b.measure_steps);
   r.read_int(n, "repeats", path, b.repeats);
@@ -425,7 +456,7 @@ void read_benchmark(Reader& r, const YAML::Node& n, BenchmarkSpec& b) {
   r.read_int(n, "imageSize", path, b.image_size);
   if (n["mlp"].IsDefined() && !n["mlp"].IsNull()) read_mlp(r, n["mlp"], path + ".mlp", b.mlp);
   if (n["ddp"].IsDefined() && !n["ddp"].IsNull()) read_ddp(r, n["ddp"], path + ".ddp", b.ddp);
-  r.read_string(n, "optimizer", path, b.optimizer);
+  r.read_enum(n, "optimizer", path, b.optimizer);
   if (n["pipeline"].IsDefined() && !n["pipeline"].IsNull()) read_pipeline(r, n["pipeline"], path + ".pipeline", b.pipeline);
   read_model_sizes(r, n, path, b);
   if (n["allreduce"].IsDefined() && !n["allreduce"].IsNull()) read_allreduce(r, n["allreduce"], path + ".allreduce", b.allreduce);
@@ -445,9 +476,7 @@ void read_sweep(Reader& r, const YAML::Node& n, std::vector<SweepEntry>& sweep) 
     if (r.object(n[i], path, {"nodes", "devicesPerNode", "paradigm", "bucketCapMB", "parameterServers"})) {
       r.read_int(n[i], "nodes", path, e.nodes);
       r.read_int(n[i], "devicesPerNode", path, e.devices_per_node);
-      std::string p;
-      r.read_string(n[i], "paradigm", path, p);
-      if (!p.empty()) e.paradigm = p;
+      r.read_enum(n[i], "paradigm", path, e.paradigm);
       double cap = 0;
       if (r.read_double(n[i], "bucketCapMB", path, cap)) e.bucket_cap_mb = cap;
       int servers = 0;
@@ -471,7 +500,7 @@ void read_run_policy(Reader& r, const YAML::Node& n, RunPolicy& p) {
   r.read_int(n, "collectiveTimeoutSeconds", path, p.collective_timeout_seconds);
   r.read_int(n, "backoffLimit", path, p.backoff_limit);
   r.read_int(n, "schedulingTimeoutSeconds", path, p.scheduling_timeout_seconds);
-  r.read_string(n, "cleanPodPolicy", path, p.clean_pod_policy);
+  r.read_enum(n, "cleanPodPolicy", path, p.clean_pod_policy);
 }
 
 void read_template(Reader& r, const YAML::Node& n, PodTemplate& t) {
@@ -535,8 +564,8 @@ void read_document(Reader& r, const YAML::Node& doc, BenchmarkJob& job) {
     return;
   if (spec["benchmark"].IsDefined() && !spec["benchmark"].IsNull()) read_benchmark(r, spec["benchmark"], job.benchmark);
   if (spec["sweep"].IsDefined() && !spec["sweep"].IsNull()) read_sweep(r, spec["sweep"], job.sweep);
-  r.read_string(spec, "device", "spec", job.device);
-  r.read_string(spec, "backend", "spec", job.backend);
+  r.read_enum(spec, "device", "spec", job.device);
+  r.read_enum(spec, "backend", "spec", job.backend);
   if (spec["runPolicy"].IsDefined() && !spec["runPolicy"].IsNull()) read_run_policy(r, spec["runPolicy"], job.run_policy);
   r.read_int(spec, "masterPort", "spec", job.master_port);
   if (spec["template"].IsDefined() && !spec["template"].IsNull()) read_template(r, spec["template"], job.pod_template);
@@ -559,9 +588,8 @@ class Checker {
     if (!(v > 0) || !std::isfinite(v)) errors_.push_back({path, "must be > 0, got " + fmt_number(v)});
   }
   void one_of(const std::string& path, const std::string& v, const std::vector<std::string>& allowed) {
-    if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
-      errors_.push_back({path, "must be one of [" + list(allowed) + "], got " + quote(v)});
-    }
+    if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+      errors_.push_back({path, one_of_message(allowed, v)});
   }
   void add(const std::string& path, const std::string& message) { errors_.push_back({path, message}); }
 
@@ -730,41 +758,41 @@ void check_boundaries(Checker& c, const BenchmarkSpec& b) {
 
 /// paradigms pipeline and model-parallel on sweep entry `e` (path `p`): one stage per rank, at
 /// least one block per stage, micro-batches that fit the batch.
-void check_staged(Checker& c, const BenchmarkSpec& b, const SweepEntry& e, const std::string& p,
-                  const std::string& paradigm) {
+void check_staged(Checker& c, const BenchmarkSpec& b, const SweepEntry& e, const std::string& p, Paradigm paradigm) {
   const std::string bp = "spec.benchmark";
-  if (paradigm == "pipeline" && b.pipeline.micro_batches > b.batch_size_per_device) {
+  if (paradigm == Paradigm::kPipeline && b.pipeline.micro_batches > b.batch_size_per_device) {
     c.add(bp + ".pipeline.microBatches", "must be <= batchSizePerDevice (" + std::to_string(b.batch_size_per_device) +
                                              ") for paradigm pipeline (" + p + "), got " +
                                              std::to_string(b.pipeline.micro_batches));
   }
   const long long stages = static_cast<long long>(e.nodes) * e.devices_per_node;
   if (!b.pipeline.boundaries.empty() && static_cast<long long>(b.pipeline.boundaries.size()) + 1 != stages) {
-    c.add(p, "paradigm " + paradigm + " runs one stage per rank: spec.benchmark.pipeline.boundaries has " +
+    c.add(p, "paradigm " + to_string(paradigm) + " runs one stage per rank: spec.benchmark.pipeline.boundaries has " +
                  std::to_string(b.pipeline.boundaries.size()) + " entries (" +
                  std::to_string(b.pipeline.boundaries.size() + 1) + " stages), but nodes x devicesPerNode is " +
                  std::to_string(stages));
   }
   const int blocks = model_block_count(b);
   if (blocks > 0 && stages > blocks) {
-    c.add(p, "paradigm " + paradigm + " needs a block per stage: model " + b.model + " has " + std::to_string(blocks) +
-                 " blocks, but nodes x devicesPerNode is " + std::to_string(stages));
+    c.add(p, "paradigm " + to_string(paradigm) + " needs a block per stage: model " + b.model + " has " +
+                 std::to_string(blocks) + " blocks, but nodes x devicesPerNode is " + std::to_string(stages));
   }
 }
 
 /// paradigm hybrid-ps on sweep entry `e` (path `p`); a parameterServers override on any other
 /// paradigm is an error.
 void check_hybrid_ps(Checker& c, const BenchmarkJob& job, const SweepEntry& e, const std::string& p,
-                     const std::string& paradigm) {
+                     Paradigm paradigm) {
   const BenchmarkSpec& b = job.benchmark;
   const std::string bp = "spec.benchmark";
   if (e.parameter_servers) {
     c.at_least(p + ".parameterServers", *e.parameter_servers, kMinParameterServers);
     c.at_most(p + ".parameterServers", *e.parameter_servers, kMaxParameterServers);
   }
-  if (paradigm != "hybrid-ps") {
+  if (!has_parameter_servers(paradigm)) {
     if (e.parameter_servers) {
-      c.add(p + ".parameterServers", "is only for paradigm hybrid-ps, but this run is paradigm " + quote(paradigm));
+      c.add(p + ".parameterServers",
+            "is only for paradigm hybrid-ps, but this run is paradigm " + quote(to_string(paradigm)));
     }
     return;
   }
@@ -774,16 +802,20 @@ void check_hybrid_ps(Checker& c, const BenchmarkJob& job, const SweepEntry& e, c
   }
   // The servers take requests from any trainer (gloo's recvAnysource): NCCL has no receive from
   // any source, so the whole run is CPU + gloo.
-  if (job.device != "cpu") {
-    c.add("spec.device", why + " runs on cpu with backend gloo (its servers receive from any trainer, which NCCL "
-                         "cannot), got device " + quote(job.device));
+  if (job.device != Device::kCpu) {
+    c.add("spec.device", why +
+                             " runs on cpu with backend gloo (its servers receive from any trainer, which NCCL "
+                             "cannot), got device " +
+                             quote(to_string(job.device)));
   }
-  if (!b.optimizer.empty() && b.optimizer != "sgd") {
-    c.add(bp + ".optimizer", why + ": embedding rows take plain SGD on the servers and the dense part SGD with "
-                             "momentum 0.9: must be sgd, got " + quote(b.optimizer));
+  if (b.optimizer && *b.optimizer != Optimizer::kSgd) {
+    c.add(bp + ".optimizer", why +
+                                 ": embedding rows take plain SGD on the servers and the dense part SGD with "
+                                 "momentum 0.9: must be sgd, got " +
+                                 quote(to_string(*b.optimizer)));
   }
-  if (b.precision != "fp32") {
-    c.add(bp + ".precision", why + " trains in fp32 only, got " + quote(b.precision));
+  if (b.precision != Precision::kFp32) {
+    c.add(bp + ".precision", why + " trains in fp32 only, got " + quote(to_string(b.precision)));
   }
   const int servers = e.parameter_servers.value_or(b.hybrid_ps.parameter_servers);
   const std::string servers_path = e.parameter_servers ? p + ".parameterServers" : bp + ".hybridPs.parameterServers";
@@ -811,39 +843,17 @@ const std::vector<std::string>& known_models() {
                                           "hybrid-embedding"};
   return v;
 }
-const std::vector<std::string>& known_paradigms() {
-  static const std::vector<std::string> v{"none", "ddp", "zero", "pipeline", "model-parallel", "allreduce", "hybrid-ps"};
-  return v;
-}
-const std::vector<std::string>& known_precisions() {
-  static const std::vector<std::string> v{"fp32", "amp-bf16", "amp-fp16"};
-  return v;
-}
-const std::vector<std::string>& known_optimizers() {
-  static const std::vector<std::string> v{"sgd", "adam"};
-  return v;
-}
-std::string default_optimizer(const std::string& paradigm) { return paradigm == "zero" ? "adam" : "sgd"; }
-const std::vector<std::string>& known_compressions() {
-  static const std::vector<std::string> v{"none", "fp16", "bf16"};
-  return v;
-}
-const std::vector<std::string>& known_devices() {
-  static const std::vector<std::string> v{"cpu", "cuda"};
-  return v;
-}
-const std::vector<std::string>& known_backends() {
-  static const std::vector<std::string> v{"gloo", "nccl"};
-  return v;
-}
+const std::vector<std::string>& known_paradigms() { return allowed_texts<Paradigm>(); }
+const std::vector<std::string>& known_precisions() { return allowed_texts<Precision>(); }
+const std::vector<std::string>& known_optimizers() { return allowed_texts<Optimizer>(); }
+const std::vector<std::string>& known_compressions() { return allowed_texts<GradientCompression>(); }
+const std::vector<std::string>& known_devices() { return allowed_texts<Device>(); }
+const std::vector<std::string>& known_backends() { return allowed_texts<Backend>(); }
 const std::vector<std::string>& known_pull_policies() {
   static const std::vector<std::string> v{"Always", "IfNotPresent", "Never"};
   return v;
 }
-const std::vector<std::string>& known_clean_pod_policies() {
-  static const std::vector<std::string> v{"All", "Running", "None"};
-  return v;
-}
+const std::vector<std::string>& known_clean_pod_policies() { return allowed_texts<CleanPodPolicy>(); }
 const std::vector<std::string>& known_nccl_debug_levels() {
   static const std::vector<std::string> v{"VERSION", "WARN", "INFO", "TRACE"};
   return v;
@@ -873,7 +883,7 @@ std::vector<FieldError> validate(const BenchmarkJob& job) {
   // paradigm allreduce trains nothing: a job whose runs are all allreduce needs no model.
   const bool all_allreduce =
       !job.sweep.empty() && std::all_of(job.sweep.begin(), job.sweep.end(), [&b](const SweepEntry& e) {
-        return e.paradigm.value_or(b.paradigm) == "allreduce";
+        return !trains_model(e.paradigm.value_or(b.paradigm));
       });
   if (b.model.empty()) {
     if (!all_allreduce) {
@@ -882,11 +892,9 @@ std::vector<FieldError> validate(const BenchmarkJob& job) {
   } else {
     c.one_of(bp + ".model", b.model, known_models());
   }
-  c.one_of(bp + ".paradigm", b.paradigm, known_paradigms());
   for (const auto& e : validate_allreduce(b.allreduce, bp + ".allreduce")) c.add(e.path, e.message);
   c.at_least(bp + ".batchSizePerDevice", b.batch_size_per_device, 1);
   c.at_most(bp + ".batchSizePerDevice", b.batch_size_per_device, 65536);
-  c.one_of(bp + ".precision", b.precision, known_precisions());
   c.at_least(bp + ".warmupSteps", b.warmup_steps, 0);
   c.at_least(bp + ".measureSteps", b.measure_steps, 1);
   c.at_least(bp + ".repeats", b.repeats, 1);
@@ -902,31 +910,26 @@ std::vector<FieldError> validate(const BenchmarkJob& job) {
     c.at_least(bp + ".mlp.hiddenSizes[" + std::to_string(i) + "]", b.mlp.hidden_sizes[i], 1);
   }
   c.positive(bp + ".ddp.bucketCapMB", b.ddp.bucket_cap_mb);
-  c.one_of(bp + ".ddp.gradientCompression", b.ddp.gradient_compression, known_compressions());
-  if (!b.optimizer.empty()) c.one_of(bp + ".optimizer", b.optimizer, known_optimizers());
   c.at_least(bp + ".pipeline.microBatches", b.pipeline.micro_batches, 1);
   c.at_most(bp + ".pipeline.microBatches", b.pipeline.micro_batches, 65536);  // batchSizePerDevice's bound
   check_boundaries(c, b);
-  if (b.precision == "amp-fp16" && job.device != "cuda") {
-    c.add(bp + ".precision", "amp-fp16 needs spec.device cuda (CPU autocast has bfloat16 only: use amp-bf16), got "
-                             "device " + quote(job.device));
+  if (b.precision == Precision::kAmpFp16 && job.device != Device::kCuda) {
+    c.add(bp + ".precision",
+          "amp-fp16 needs spec.device cuda (CPU autocast has bfloat16 only: use amp-bf16), got "
+          "device " +
+              quote(to_string(job.device)));
   }
   for (const auto& e : validate_model_sizes(b)) c.add(e.path, e.message);
   c.at_least(bp + ".hybridPs.parameterServers", b.hybrid_ps.parameter_servers, kMinParameterServers);
   c.at_most(bp + ".hybridPs.parameterServers", b.hybrid_ps.parameter_servers, kMaxParameterServers);
 
-  c.one_of("spec.device", job.device, known_devices());
-  if (!job.backend.empty()) {
-    c.one_of("spec.backend", job.backend, known_backends());
-    if (job.backend == "nccl" && job.device != "cuda") {
-      c.add("spec.backend", "nccl needs spec.device cuda, got device " + quote(job.device));
-    }
+  if (job.backend == Backend::kNccl && job.device != Device::kCuda) {
+    c.add("spec.backend", "nccl needs spec.device cuda, got device " + quote(to_string(job.device)));
   }
   c.at_least("spec.runPolicy.activeDeadlineSeconds", job.run_policy.active_deadline_seconds, 0);
   c.at_least("spec.runPolicy.collectiveTimeoutSeconds", job.run_policy.collective_timeout_seconds, 1);
   c.at_least("spec.runPolicy.backoffLimit", job.run_policy.backoff_limit, 0);
   c.at_least("spec.runPolicy.schedulingTimeoutSeconds", job.run_policy.scheduling_timeout_seconds, 1);
-  c.one_of("spec.runPolicy.cleanPodPolicy", job.run_policy.clean_pod_policy, known_clean_pod_policies());
   c.at_least("spec.masterPort", job.master_port, kMinMasterPort);
   c.at_most("spec.masterPort", job.master_port, kMaxMasterPort);
 
@@ -951,20 +954,19 @@ std::vector<FieldError> validate(const BenchmarkJob& job) {
       c.add(p, "nodes x devicesPerNode must be <= " + std::to_string(kMaxWorldSize) + ", got " +
                    std::to_string(static_cast<long long>(e.nodes) * e.devices_per_node));
     }
-    const std::string paradigm = e.paradigm.value_or(b.paradigm);
-    if (e.paradigm) c.one_of(p + ".paradigm", *e.paradigm, known_paradigms());
-    if (paradigm == "none" && (e.nodes != 1 || e.devices_per_node != 1)) {
+    const Paradigm paradigm = e.paradigm.value_or(b.paradigm);
+    if (paradigm == Paradigm::kNone && (e.nodes != 1 || e.devices_per_node != 1)) {
       c.add(p + (e.nodes != 1 ? ".nodes" : ".devicesPerNode"),
             "paradigm none runs on exactly one device (nodes 1, devicesPerNode 1), got nodes " +
                 std::to_string(e.nodes) + ", devicesPerNode " + std::to_string(e.devices_per_node));
     }
     if (e.bucket_cap_mb) c.positive(p + ".bucketCapMB", *e.bucket_cap_mb);
-    if (paradigm == "zero" && !b.optimizer.empty() && b.optimizer != "adam") {
-      c.add(bp + ".optimizer", "paradigm zero shards Adam's state (" + p + "): must be adam, got " + quote(b.optimizer));
+    if (paradigm == Paradigm::kZero && b.optimizer && *b.optimizer != Optimizer::kAdam) {
+      c.add(bp + ".optimizer",
+            "paradigm zero shards Adam's state (" + p + "): must be adam, got " + quote(to_string(*b.optimizer)));
     }
     check_hybrid_ps(c, job, e, p, paradigm);
-    const bool staged = paradigm == "pipeline" || paradigm == "model-parallel";
-    if (staged) check_staged(c, b, e, p, paradigm);
+    if (splits_into_stages(paradigm)) check_staged(c, b, e, p, paradigm);
   }
   return errors;
 }
@@ -977,9 +979,9 @@ nlohmann::json to_json(const BenchmarkJob& job) {
   if (!job.metadata.annotations.empty()) metadata["annotations"] = job.metadata.annotations;
   json benchmark = {
       {"model", b.model},
-      {"paradigm", b.paradigm},
+      {"paradigm", to_string(b.paradigm)},
       {"batchSizePerDevice", b.batch_size_per_device},
-      {"precision", b.precision},
+      {"precision", to_string(b.precision)},
       {"warmupSteps", b.warmup_steps},
       {"measureSteps", b.measure_steps},
       {"repeats", b.repeats},
@@ -987,10 +989,11 @@ nlohmann::json to_json(const BenchmarkJob& job) {
       {"learningRate", b.learning_rate},
       {"threadsPerProcess", b.threads_per_process},
       {"imageSize", b.image_size},
-      {"mlp", {{"inputSize", b.mlp.input_size}, {"hiddenSizes", b.mlp.hidden_sizes}, {"numClasses", b.mlp.num_classes}}},
+      {"mlp",
+       {{"inputSize", b.mlp.input_size}, {"hiddenSizes", b.mlp.hidden_sizes}, {"numClasses", b.mlp.num_classes}}},
       {"ddp",
        {{"bucketCapMB", b.ddp.bucket_cap_mb},
-        {"gradientCompression", b.ddp.gradient_compression},
+        {"gradientCompression", to_string(b.ddp.gradient_compression)},
         {"broadcastBuffers", b.ddp.broadcast_buffers}}},
       {"pipeline", {{"microBatches", b.pipeline.micro_batches}, {"boundaries", b.pipeline.boundaries}}},
       {"sequenceLength", b.sequence_length},
@@ -998,14 +1001,14 @@ nlohmann::json to_json(const BenchmarkJob& job) {
       {"mlstm", to_json(b.mlstm)},
       {"hybridEmbedding", to_json(b.hybrid_embedding)},
   };
-  if (!b.optimizer.empty()) benchmark["optimizer"] = b.optimizer;
+  if (b.optimizer) benchmark["optimizer"] = to_string(*b.optimizer);
   benchmark["allreduce"] = to_json(b.allreduce);
   benchmark["hybridPs"] = {{"parameterServers", b.hybrid_ps.parameter_servers}};
   if (b.model.empty()) benchmark.erase("model");  // allowed when every run is allreduce
   json sweep = json::array();
   for (const SweepEntry& e : job.sweep) {
     json entry = {{"nodes", e.nodes}, {"devicesPerNode", e.devices_per_node}};
-    if (e.paradigm) entry["paradigm"] = *e.paradigm;
+    if (e.paradigm) entry["paradigm"] = to_string(*e.paradigm);
     if (e.bucket_cap_mb) entry["bucketCapMB"] = *e.bucket_cap_mb;
     if (e.parameter_servers) entry["parameterServers"] = *e.parameter_servers;
     sweep.push_back(entry);
@@ -1027,17 +1030,17 @@ nlohmann::json to_json(const BenchmarkJob& job) {
   json spec = {
       {"benchmark", benchmark},
       {"sweep", sweep},
-      {"device", job.device},
+      {"device", to_string(job.device)},
       {"masterPort", job.master_port},
       {"runPolicy",
        {{"activeDeadlineSeconds", rp.active_deadline_seconds},
         {"collectiveTimeoutSeconds", rp.collective_timeout_seconds},
         {"backoffLimit", rp.backoff_limit},
         {"schedulingTimeoutSeconds", rp.scheduling_timeout_seconds},
-        {"cleanPodPolicy", rp.clean_pod_policy}}},
+        {"cleanPodPolicy", to_string(rp.clean_pod_policy)}}},
       {"template", tmpl},
   };
-  if (!job.backend.empty()) spec["backend"] = job.backend;
+  if (job.backend) spec["backend"] = to_string(*job.backend);
   json nccl = json::object();
   if (!job.nccl.socket_ifname.empty()) nccl["socketIfname"] = job.nccl.socket_ifname;
   if (job.nccl.ib_disable) nccl["ibDisable"] = *job.nccl.ib_disable;
@@ -1097,7 +1100,7 @@ BenchmarkJob parse_benchmark_job(const std::string& yaml_text) {
   Reader reader(errors);
   read_document(reader, doc, job);
   if (errors.empty()) report_invalid_utf8(yaml_text, errors);
-  if (job.backend.empty()) job.backend = job.device == "cuda" ? "nccl" : "gloo";
+  if (!job.backend) job.backend = default_backend(job.device);
   if (!errors.empty()) throw SpecError(errors);  // don't pile semantic errors on parse errors
   errors = validate(job);
   if (!errors.empty()) throw SpecError(errors);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/allreduce.hpp"
+#include "core/paradigm.hpp"
 #include "core/spec_error.hpp"
 
 namespace trainbench {
@@ -25,7 +26,7 @@ struct MlpSpec {
 
 struct DdpSpec {
   double bucket_cap_mb = 25.0;                 ///< bucket size, as DDP's bucket_cap_mb
-  std::string gradient_compression = "none";   ///< none | fp16 | bf16
+  GradientCompression gradient_compression = GradientCompression::kNone;
   bool broadcast_buffers = true;               ///< BatchNorm buffers from rank 0 each step
 };
 
@@ -77,15 +78,11 @@ struct HybridPsSpec {
 inline constexpr int kMinParameterServers = 1;
 inline constexpr int kMaxParameterServers = 256;
 
-/// The optimizer a paradigm uses when spec.benchmark.optimizer is not set: adam for zero (ZeRO
-/// shards Adam's state), sgd (momentum 0.9) for the others.
-std::string default_optimizer(const std::string& paradigm);
-
 struct BenchmarkSpec {
   std::string model;                 ///< required: mlp, resnet18, resnet50, ...
-  std::string paradigm = "ddp";      ///< none | ddp
+  Paradigm paradigm = Paradigm::kDdp;
   int batch_size_per_device = 32;
-  std::string precision = "fp32";
+  Precision precision = Precision::kFp32;
   int warmup_steps = 20;
   int measure_steps = 100;
   int repeats = 5;
@@ -95,7 +92,7 @@ struct BenchmarkSpec {
   int image_size = 224;              ///< input height = width for image models
   MlpSpec mlp;
   DdpSpec ddp;
-  std::string optimizer;             ///< sgd | adam; "": default_optimizer(paradigm) per run
+  std::optional<Optimizer> optimizer;  ///< unset: default_optimizer(paradigm) per run
   PipelineSpec pipeline;
   int sequence_length = 128;         ///< tokens per sequence of the language models
   TransformerSpec transformer;
@@ -109,7 +106,7 @@ struct BenchmarkSpec {
 struct SweepEntry {
   int nodes = 1;
   int devices_per_node = 1;
-  std::optional<std::string> paradigm;
+  std::optional<Paradigm> paradigm;
   std::optional<double> bucket_cap_mb;
   std::optional<int> parameter_servers;  ///< paradigm hybrid-ps only: overrides hybridPs.parameterServers
 };
@@ -119,7 +116,7 @@ struct RunPolicy {
   int collective_timeout_seconds = 300;  ///< process-group timeout inside the workers
   int backoff_limit = 2;             ///< operator: whole-run restarts after a failed pod
   int scheduling_timeout_seconds = 300;  ///< operator: all pods of a run Running within this
-  std::string clean_pod_policy = "All";  ///< operator: All | Running | None (pods deleted when a run ends)
+  CleanPodPolicy clean_pod_policy = CleanPodPolicy::kAll;  ///< operator: pods deleted when a run ends
 };
 
 /// spec.template: merged by the operator into every pod it creates. The Kubernetes-shaped lists
@@ -162,15 +159,16 @@ struct BenchmarkJob {
   ObjectMeta metadata;
   BenchmarkSpec benchmark;
   std::vector<SweepEntry> sweep;
-  std::string device = "cpu";        ///< cpu | cuda
-  std::string backend;               ///< gloo | nccl; defaulted from device
+  Device device = Device::kCpu;
+  std::optional<Backend> backend;  ///< parse_benchmark_job sets default_backend(device) when unset
   RunPolicy run_policy;
   int master_port = 29500;           ///< MASTER_PORT of every run (the rendezvous TCPStore)
   PodTemplate pod_template;          ///< spec.template
   NcclSpec nccl;
 };
 
-/// Allowed values, shared by validation, docs and the CRD schema (core/crd.cpp).
+/// Allowed values, shared by validation, docs and the CRD schema (core/crd.cpp); the enums'
+/// lists are views of their tables (core/vocabulary.hpp, core/paradigm.hpp).
 const std::vector<std::string>& known_models();
 const std::vector<std::string>& known_paradigms();
 const std::vector<std::string>& known_precisions();

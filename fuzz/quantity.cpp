@@ -21,7 +21,7 @@ bool core_accepts(const std::string& q) {
   job.metadata.name = "job-a";
   job.benchmark.model = "mlp";
   job.sweep = {SweepEntry{}};
-  job.backend = "gloo";
+  job.backend = Backend::kGloo;
   job.pod_template.resource_limits["cpu"] = q;
   for (const auto& e : validate(job)) {
     if (e.path.find("resources.limits") != std::string::npos) return false;

@@ -14,7 +14,7 @@ namespace {
 
 using namespace trainbench;
 
-void summarize(const RunResult& result, const char* paradigm) {
+void summarize(const RunResult& result, Paradigm paradigm) {
   RunConfig cfg;
   cfg.paradigm = paradigm;
   cfg.model = "mlp";
@@ -44,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const std::runtime_error& e) {
     fuzz::fail(__FILE__, __LINE__, std::string("an accepted RunResult's own JSON is refused: ") + e.what());
   }
-  summarize(result, "ddp");
-  summarize(result, "pipeline");
+  summarize(result, Paradigm::kDdp);
+  summarize(result, Paradigm::kPipeline);
   return 0;
 }

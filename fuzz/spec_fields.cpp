@@ -49,7 +49,8 @@ void fill_template(FuzzedDataProvider& in, PodTemplate& t) {
 void fill_numbers(FuzzedDataProvider& in, BenchmarkJob& job) {
   BenchmarkSpec& b = job.benchmark;
   b.model = in.PickValueInArray({"mlp", "resnet18", "resnet50", "bert-base", "gpt2-small", "mlstm"});
-  b.paradigm = in.PickValueInArray({"none", "ddp", "pipeline", "model-parallel", "zero", "hybrid-ps"});
+  b.paradigm = in.PickValueInArray({Paradigm::kNone, Paradigm::kDdp, Paradigm::kPipeline, Paradigm::kModelParallel,
+                                    Paradigm::kZero, Paradigm::kHybridPs});
   b.batch_size_per_device = in.ConsumeIntegral<int>();
   b.repeats = in.ConsumeIntegral<int>();
   b.measure_steps = in.ConsumeIntegral<int>();
@@ -74,7 +75,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   job.metadata.name = "job-a";
   job.benchmark.model = "mlp";
   job.sweep = {SweepEntry{}};
-  job.backend = "gloo";
+  job.backend = Backend::kGloo;
   if (in.ConsumeBool()) fill_numbers(in, job);
   if (in.ConsumeBool()) job.metadata.name = text(in);
   if (in.ConsumeBool()) job.metadata.namespace_ = text(in);

@@ -14,22 +14,25 @@
 #include <string>
 #include <vector>
 
+#include "core/vocabulary.hpp"
 #include "worker/worker_error.hpp"
 
 namespace trainbench::worker {
 
-/// The autocast dtype of `precision` (nullopt: fp32). Throws ConfigError for amp-fp16 off CUDA
-/// and for unknown names.
-inline std::optional<at::ScalarType> autocast_dtype_for(const std::string& precision, const std::string& device) {
-  if (precision == "fp32") return std::nullopt;
-  if (precision == "amp-bf16") return at::kBFloat16;
-  if (precision == "amp-fp16") {
-    if (device != "cuda") {
-      throw ConfigError("run config: precision amp-fp16 needs device cuda (CPU autocast has bfloat16 only)");
-    }
-    return at::kHalf;
+/// The autocast dtype of `precision` (nullopt: fp32). Throws ConfigError for amp-fp16 off CUDA.
+inline std::optional<at::ScalarType> autocast_dtype_for(Precision precision, Device device) {
+  switch (precision) {
+    case Precision::kFp32:
+      return std::nullopt;
+    case Precision::kAmpBf16:
+      return at::kBFloat16;
+    case Precision::kAmpFp16:
+      break;
   }
-  throw ConfigError("run config: precision must be fp32, amp-bf16 or amp-fp16, got '" + precision + "'");
+  if (device != Device::kCuda) {
+    throw ConfigError("run config: precision amp-fp16 needs device cuda (CPU autocast has bfloat16 only)");
+  }
+  return at::kHalf;
 }
 
 /// Dynamic loss scaling, as torch.cuda.amp.GradScaler with its defaults: the loss is multiplied
@@ -53,14 +56,14 @@ class GradScaler {
   /// amp-fp16 gets a scaler. A test's RunConfig option `test.loss_scale` (> 0: the initial
   /// scale) forces one on any precision, so that the CPU build's tests can drive the
   /// skip/back-off path.
-  static std::optional<GradScaler> for_run(const std::string& precision, double test_loss_scale) {
+  static std::optional<GradScaler> for_run(Precision precision, double test_loss_scale) {
     if (test_loss_scale != 0) {
       if (!(test_loss_scale > 0)) throw ConfigError("testOptions.lossScale must be a positive number");
       Options o;
       o.init_scale = test_loss_scale;
       return GradScaler(o);
     }
-    if (precision == "amp-fp16") return GradScaler();
+    if (precision == Precision::kAmpFp16) return GradScaler();
     return std::nullopt;
   }
 

@@ -12,15 +12,17 @@
 namespace trainbench::worker {
 
 DdpReducer::DdpReducer(std::vector<at::Tensor> params, Communicator& comm, double bucket_cap_mb,
-                       const std::string& compression)
+                       GradientCompression compression)
     : params_(std::move(params)), comm_(comm), wire_dtype_(at::kFloat), compression_(compression) {
-  if (compression == "fp16") {
-    wire_dtype_ = at::kHalf;
-  } else if (compression == "bf16") {
-    wire_dtype_ = at::kBFloat16;
-  } else if (compression != "none" && !compression.empty()) {
-    throw ConfigError("unknown ddp.gradientCompression '" + compression +
-                      "' (expected none, fp16 or bf16)");
+  switch (compression) {
+    case GradientCompression::kNone:
+      break;
+    case GradientCompression::kFp16:
+      wire_dtype_ = at::kHalf;
+      break;
+    case GradientCompression::kBf16:
+      wire_dtype_ = at::kBFloat16;
+      break;
   }
   if (!(bucket_cap_mb > 0)) throw ConfigError("ddp.bucketCapMB must be > 0");
   const double cap_bytes = bucket_cap_mb * 1024.0 * 1024.0;
@@ -94,7 +96,7 @@ void DdpReducer::check_compression_supported() {
   try {
     comm_.allreduce_sum(probe).wait();
   } catch (const std::exception& e) {
-    throw ConfigError("ddp.gradientCompression " + compression_ + " is not supported by the " +
+    throw ConfigError("ddp.gradientCompression " + to_string(compression_) + " is not supported by the " +
                       comm_.backend_name() + " backend of this libtorch (" + e.what() + ")");
   }
 }

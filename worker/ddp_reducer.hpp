@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/vocabulary.hpp"
 #include "worker/process_group.hpp"
 
 namespace trainbench::worker {
@@ -28,10 +29,9 @@ namespace trainbench::worker {
 /// a bucket to fp16/bf16 for the all-reduce only.
 class DdpReducer {
  public:
-  /// `params` in registration order. `compression`: none | fp16 | bf16. Issues one probe
+  /// `params` in registration order. Issues one probe
   /// collective when compression is on (so every rank must construct it at the same point).
-  DdpReducer(std::vector<at::Tensor> params, Communicator& comm, double bucket_cap_mb,
-             const std::string& compression);
+  DdpReducer(std::vector<at::Tensor> params, Communicator& comm, double bucket_cap_mb, GradientCompression compression);
   ~DdpReducer();
   DdpReducer(const DdpReducer&) = delete;
   DdpReducer& operator=(const DdpReducer&) = delete;
@@ -76,7 +76,7 @@ class DdpReducer {
   std::vector<std::uintptr_t> hook_handles_;
   Communicator& comm_;
   at::ScalarType wire_dtype_;
-  std::string compression_;
+  GradientCompression compression_;
   std::vector<Slot> slots_;
   std::vector<Bucket> buckets_;
   std::size_t next_to_launch_ = 0;

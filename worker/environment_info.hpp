@@ -18,8 +18,8 @@ inline EnvironmentInfo environment_info(const RunConfig& c, const torch::Device&
   e.trainbench_version = kVersion;
   e.libtorch_version = TORCH_VERSION;
   e.cuda_version = compat::cuda_version();
-  e.backend = c.backend;
-  e.device = c.device;
+  e.backend = to_string(c.backend);
+  e.device = to_string(c.device);
   e.device_name = device.is_cuda() ? compat::cuda_device_name(device.index()) : cpu_model_name();
   e.blas = loaded_blas_library();
   e.hostname = host_name();

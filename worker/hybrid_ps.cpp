@@ -199,21 +199,23 @@ class Receiver {
 
 // ---------------------------------------------------------------- set-up
 
-const char* role_of(int rank, const RunConfig& c) {
-  return rank < c.world_size() ? kRoleTrainer : kRoleParameterServer;
-}
+Role role_of(int rank, const RunConfig& c) { return rank < c.world_size() ? Role::kTrainer : Role::kParameterServer; }
 
 }  // namespace
 
 void validate_hybrid_ps(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   auto fail = [](const std::string& m) { throw ConfigError("run config: " + m); };
   if (c.model != "hybrid-embedding") fail("paradigm hybrid-ps needs model hybrid-embedding, got '" + c.model + "'");
-  if (c.device != "cpu" || c.backend != "gloo") {
+  if (c.device != Device::kCpu || c.backend != Backend::kGloo) {
     fail("paradigm hybrid-ps runs on device cpu with backend gloo (its servers receive from any trainer), got " +
-         c.device + " / " + c.backend);
+         to_string(c.device) + " / " + to_string(c.backend));
   }
-  if (c.precision != "fp32") fail("paradigm hybrid-ps trains in fp32 only, got '" + c.precision + "'");
-  if (c.optimizer != "sgd") fail("paradigm hybrid-ps needs optimizer sgd, got '" + c.optimizer + "'");
+  if (c.precision != Precision::kFp32) {
+    fail("paradigm hybrid-ps trains in fp32 only, got '" + to_string(c.precision) + "'");
+  }
+  if (c.optimizer != Optimizer::kSgd) {
+    fail("paradigm hybrid-ps needs optimizer sgd, got '" + to_string(c.optimizer) + "'");
+  }
   if (c.parameter_servers < 1) fail("paradigm hybrid-ps needs parameterServers >= 1");
   if (c.parameter_servers > c.hybrid_embedding.num_embeddings) {
     fail("parameterServers (" + std::to_string(c.parameter_servers) + ") must be <= numEmbeddings (" +
@@ -236,10 +238,10 @@ void validate_hybrid_ps(const RankEnv& env, const RunConfig& c, const WorkerOpti
          " parameter server(s)");
   }
   if (const char* role = std::getenv("TRAINBENCH_ROLE"); role != nullptr && *role != '\0') {  // NOLINT
-    if (std::string(role) != role_of(env.rank, c)) {
+    if (parse_role(role) != role_of(env.rank, c)) {
       throw ConfigError("TRAINBENCH_ROLE is " + std::string(role) + ", but rank " + std::to_string(env.rank) +
                         " of a hybrid-ps run with " + std::to_string(c.world_size()) + " trainer(s) is a " +
-                        role_of(env.rank, c));
+                        to_string(role_of(env.rank, c)));
     }
   }
 }
@@ -280,7 +282,7 @@ RecordShape hybrid_record_shape(const RunConfig& c) {
 void describe_hybrid_run(RunResult& result, const RunConfig& c, std::int64_t model_parameters, int bucket_count) {
   result.parameter_count = model_parameters;
   result.ddp_bucket_count = bucket_count;
-  result.optimizer = c.optimizer;
+  result.optimizer = to_string(c.optimizer);
   result.micro_batches = 1;
 }
 
@@ -350,7 +352,7 @@ class HybridTrainerStep final : public Step {
     describe_hybrid_run(result, rank_.config, model_parameters_, static_cast<int>(reducer_->bucket_count()));
   }
   RecordShape record_shape() const override { return hybrid_record_shape(rank_.config); }
-  const char* metrics_role() const override { return kRoleTrainer; }
+  std::optional<Role> metrics_role() const override { return Role::kTrainer; }
   std::int64_t allreduce_bytes_per_step() const override {
     return trainer_count() > 1 ? reducer_->bytes_per_step() : 0;
   }
@@ -580,7 +582,7 @@ class HybridReferenceStep final : public Step {
   void describe(RunResult& result) const override {
     result.world_size = 1;
     result.parameter_count = parameter_count(params_);
-    result.optimizer = rank_.config.optimizer;
+    result.optimizer = to_string(rank_.config.optimizer);
   }
   std::vector<at::Tensor> dumped_parameters() const override { return params_; }
 

@@ -31,7 +31,7 @@ void run_master(const RunConfig& run, const MasterOptions& options, const Result
     throw std::runtime_error("rank 0 sent a result with " + std::to_string(result.ranks.size()) + " trainer(s) and " +
                              std::to_string(result.servers.size()) + " parameter server(s), expected " +
                              std::to_string(run.world_size()) + " and " + std::to_string(run.parameter_servers) +
-                             " (paradigm " + run.paradigm + ")");
+                             " (paradigm " + to_string(run.paradigm) + ")");
   }
   const nlohmann::json payload = {{"attempt", options.attempt},
                                   {"run", to_json(summarize_run(run, result))},

@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "core/paradigm.hpp"
 #include "core/run_config.hpp"
 #include "worker/rank_env.hpp"
 #include "worker/step.hpp"
@@ -39,19 +40,32 @@ std::unique_ptr<Step> make_hybrid_ps_step(RankContext& rank);
 
 /// Validates `c` for its paradigm and returns how to build that paradigm's step.
 inline StepFactory step_factory(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
-  if (c.paradigm == "allreduce") {
-    validate_allreduce_run(env, c, o);
-    return make_allreduce_step;
+  switch (c.paradigm) {
+    case Paradigm::kAllreduce:
+      validate_allreduce_run(env, c, o);
+      return make_allreduce_step;
+    case Paradigm::kHybridPs:
+      validate_hybrid_ps(env, c, o);
+      return make_hybrid_ps_step;
+    case Paradigm::kNone:
+    case Paradigm::kDdp:
+    case Paradigm::kZero:
+    case Paradigm::kPipeline:
+    case Paradigm::kModelParallel:
+      break;
   }
-  if (c.paradigm == "hybrid-ps") {
-    validate_hybrid_ps(env, c, o);
-    return make_hybrid_ps_step;
+  validate_training(env, c, o);
+  switch (c.paradigm) {
+    case Paradigm::kDdp:
+      return make_ddp_step;
+    case Paradigm::kZero:
+      return make_zero_step;
+    case Paradigm::kPipeline:
+    case Paradigm::kModelParallel:
+      return make_pipeline_step;
+    default:
+      return make_single_process_step;
   }
-  validate_training(env, c, o);  // names the paradigms it runs for any other
-  if (c.paradigm == "ddp") return make_ddp_step;
-  if (c.paradigm == "zero") return make_zero_step;
-  if (c.paradigm == "pipeline" || c.paradigm == "model-parallel") return make_pipeline_step;
-  return make_single_process_step;
 }
 
 }  // namespace trainbench::worker

@@ -107,7 +107,9 @@ std::vector<int> stage_starts(const std::vector<std::int64_t>& block_parameters,
 PipelineStage::PipelineStage(BenchModel& model, const RunConfig& config, Communicator& comm)
     : comm_(comm), model_(model), stage_(comm.rank()), stages_(comm.size()), micro_batches_(config.pipeline.micro_batches) {
   std::vector<ModelBlock> all = model.blocks();
-  if (all.empty()) throw ConfigError("paradigm " + config.paradigm + ": model " + config.model + " cannot be split into stages");
+  if (all.empty())
+    throw ConfigError("paradigm " + to_string(config.paradigm) + ": model " + config.model +
+                      " cannot be split into stages");
   // Validation checks boundaries against core's count of the same blocks: the two must agree.
   const int counted = model_block_count(config.model, config.mlp, config.transformer, config.hybrid_embedding);
   if (counted != static_cast<int>(all.size())) {

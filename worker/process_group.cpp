@@ -120,7 +120,7 @@ std::unique_ptr<Communicator> Communicator::create(const RankEnv& env, const Run
   auto impl = std::make_unique<Impl>();
   impl->rank = env.rank;
   impl->size = env.world_size;
-  impl->backend_name = config.backend;
+  impl->backend_name = to_string(config.backend);
   impl->timeout = std::chrono::seconds(config.collective_timeout_seconds);
   try {
     if (external != nullptr) {
@@ -135,7 +135,7 @@ std::unique_ptr<Communicator> Communicator::create(const RankEnv& env, const Run
       impl->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
     }
 
-    if (config.backend == "gloo") {
+    if (config.backend == Backend::kGloo) {
 #ifndef TRAINBENCH_WITH_GLOO
       (void)bind_address;
       throw ConfigError("backend gloo: this trainbench-worker was built against a libtorch without the gloo headers "
@@ -153,7 +153,7 @@ std::unique_ptr<Communicator> Communicator::create(const RankEnv& env, const Run
       impl->backend =
           c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, env.rank, env.world_size, options);
 #endif
-    } else if (config.backend == "nccl") {
+    } else {  // Backend::kNccl
 #ifdef USE_C10D_NCCL
       compat::cuda_set_device(env.local_rank);
       auto options = c10d::ProcessGroupNCCL::Options::create();
@@ -163,8 +163,6 @@ std::unique_ptr<Communicator> Communicator::create(const RankEnv& env, const Run
 #else
       throw ConfigError("backend nccl: this trainbench-worker was built without NCCL");
 #endif
-    } else {
-      throw ConfigError("unknown backend '" + config.backend + "' (expected gloo or nccl)");
     }
   } catch (const c10::Error& e) {
     throw std::runtime_error("rendezvous at " + env.master_addr + ":" +

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/run_result.hpp"
+#include "core/vocabulary.hpp"
 #include "worker/rank_record.hpp"
 
 namespace trainbench::worker {
@@ -63,9 +64,9 @@ class Step {
   virtual LoopShape loop_shape() const;
   /// The record's list lengths; by default the loop's repeats x measured steps.
   virtual RecordShape record_shape() const;
-  /// The /metrics role label when this rank serves /metrics (TRAINBENCH_METRICS_PORT); nullptr:
+  /// The /metrics role label when this rank serves /metrics (TRAINBENCH_METRICS_PORT); nullopt:
   /// it serves none.
-  virtual const char* metrics_role() const { return nullptr; }
+  virtual std::optional<Role> metrics_role() const { return std::nullopt; }
   /// Bytes each step all-reduces (the metrics' counter).
   virtual std::int64_t allreduce_bytes_per_step() const { return 0; }
   /// The parameters TRAINBENCH_DUMP_PARAMS writes (empty: no dump).

@@ -46,6 +46,6 @@ std::unique_ptr<DdpReducer> make_ddp_reducer(const std::vector<at::Tensor>& para
 /// The rank's /metrics endpoint (nullptr unless TRAINBENCH_METRICS_PORT is set), labelled with
 /// `role` and `world` ranks, planned steps set.
 std::unique_ptr<WorkerMetrics> serve_worker_metrics(const RankEnv& env, const RunConfig& c, const WorkerOptions& o,
-                                                    const std::string& role, int world);
+                                                    Role role, int world);
 
 }  // namespace trainbench::worker

@@ -51,7 +51,7 @@ void set_rank_threads(const RunConfig& c) {
 }
 
 at::Device rank_device(const RankEnv& env, const RunConfig& c) {
-  if (c.device != "cuda") return at::Device(at::kCPU);
+  if (c.device != Device::kCuda) return at::Device(at::kCPU);
   if (!compat::kBuiltWithCuda || !torch::cuda::is_available()) {
     throw ConfigError("run config: device cuda, but " +
                       std::string(compat::kBuiltWithCuda ? "no CUDA device is available"
@@ -96,14 +96,15 @@ std::unique_ptr<DdpReducer> make_ddp_reducer(const std::vector<torch::Tensor>& p
 }
 
 std::unique_ptr<WorkerMetrics> serve_worker_metrics(const RankEnv& env, const RunConfig& c, const WorkerOptions& o,
-                                                    const std::string& role, int world) {
+                                                    Role role, int world) {
   if (o.metrics_port < 0) return nullptr;
   const std::string job = c.job_name.empty() ? "local" : c.job_name;  // the plan always sets it
   const int port = o.metrics_port == 0 ? 0 : o.metrics_port + env.local_rank;
-  auto metrics = WorkerMetrics::serve(o.metrics_host + ":" + std::to_string(port),
-                                      MetricLabels{job, std::to_string(c.index), role, std::to_string(env.rank),
-                                                   std::to_string(env.node_rank), c.model, c.paradigm, world},
-                                      BuildInfo{kVersion, TORCH_VERSION, c.backend, c.device});
+  auto metrics =
+      WorkerMetrics::serve(o.metrics_host + ":" + std::to_string(port),
+                           MetricLabels{job, std::to_string(c.index), to_string(role), std::to_string(env.rank),
+                                        std::to_string(env.node_rank), c.model, to_string(c.paradigm), world},
+                           BuildInfo{kVersion, TORCH_VERSION, to_string(c.backend), to_string(c.device)});
   metrics->set_planned_steps(static_cast<std::int64_t>(c.warmup_steps) + c.repeats * c.measure_steps);
   return metrics;
 }
@@ -151,9 +152,9 @@ void check_loss_is_finite(double loss, std::int64_t step_number) {
 class LoopMetrics {
  public:
   LoopMetrics(const RankContext& rank, const Step& step) : rank_(rank) {
-    const char* role = step.metrics_role();
-    if (role == nullptr) return;
-    metrics_ = serve_worker_metrics(rank.env, rank.config, rank.options, role, rank.config.world_size());
+    const std::optional<Role> role = step.metrics_role();
+    if (!role) return;
+    metrics_ = serve_worker_metrics(rank.env, rank.config, rank.options, *role, rank.config.world_size());
     allreduce_bytes_ = step.allreduce_bytes_per_step();
     if (metrics_ && rank.device.is_cuda()) {
       std::string why;
@@ -246,7 +247,7 @@ std::vector<RankRecord> gather_records(RankContext& rank, const RankRecord& mine
   if (comm == nullptr) return {mine};
   const torch::Tensor row = torch::tensor(encode_record(mine, shape), torch::TensorOptions().dtype(torch::kDouble));
   const torch::Tensor all =
-      comm->allgather(comm->backend_name() == "nccl" ? row.to(rank.device) : row).to(torch::kCPU).contiguous();
+      comm->allgather(rank.config.backend == Backend::kNccl ? row.to(rank.device) : row).to(torch::kCPU).contiguous();
   if (rank.env.rank != 0) return {};
   std::vector<RankRecord> records;
   const double* data = all.data_ptr<double>();

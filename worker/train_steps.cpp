@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 
+#include "core/paradigm.hpp"
 #include "worker/amp.hpp"
 #include "worker/ddp_reducer.hpp"
 #include "worker/models.hpp"
@@ -28,24 +29,21 @@ namespace trainbench::worker {
 
 void validate_training(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   auto fail = [](const std::string& m) { throw ConfigError("run config: " + m); };
-  if (c.paradigm != "none" && c.paradigm != "ddp" && c.paradigm != "zero" && c.paradigm != "pipeline" &&
-      c.paradigm != "model-parallel") {
-    fail("paradigm must be none, ddp, zero, pipeline or model-parallel, got '" + c.paradigm + "'");
+  if (!trains_model(c.paradigm) || has_parameter_servers(c.paradigm)) {  // step_factory sends those elsewhere
+    fail("paradigm must be none, ddp, zero, pipeline or model-parallel, got '" + to_string(c.paradigm) + "'");
   }
-  if (c.paradigm == "zero" && c.optimizer != "adam") fail("paradigm zero shards Adam: optimizer must be adam");
-  if ((c.paradigm == "pipeline" || c.paradigm == "model-parallel") && c.precision == "amp-fp16") {
-    fail("paradigm " + c.paradigm + " does not support precision amp-fp16 (loss scaling)");
+  if (c.paradigm == Paradigm::kZero && c.optimizer != Optimizer::kAdam) {
+    fail("paradigm zero shards Adam: optimizer must be adam");
+  }
+  if (splits_into_stages(c.paradigm) && c.precision == Precision::kAmpFp16) {
+    fail("paradigm " + to_string(c.paradigm) + " does not support precision amp-fp16 (loss scaling)");
   }
   if (env.world_size != c.world_size()) {
     fail("the environment says world size " + std::to_string(env.world_size) + " but the config has " +
          std::to_string(c.nodes) + " node(s) x " + std::to_string(c.devices_per_node) + " device(s)");
   }
-  if (c.paradigm == "none" && env.world_size != 1) {
+  if (c.paradigm == Paradigm::kNone && env.world_size != 1) {
     fail("paradigm none runs a single process, got world size " + std::to_string(env.world_size));
-  }
-  if (c.device != "cpu" && c.device != "cuda") fail("device must be cpu or cuda, got '" + c.device + "'");
-  if (c.paradigm != "none" && c.backend != "gloo" && c.backend != "nccl") {
-    fail("backend must be gloo or nccl, got '" + c.backend + "'");
   }
   if (c.batch_size_per_device < 1) fail("batchSizePerDevice must be >= 1");
   if (c.warmup_steps < 0) fail("warmupSteps must be >= 0");
@@ -56,7 +54,8 @@ void validate_training(const RankEnv& env, const RunConfig& c, const WorkerOptio
   if (c.collective_timeout_seconds < 1) fail("collectiveTimeoutSeconds must be >= 1");
   // (A one-stage pipeline with W micro-batches on the W ranks' batches accumulates their
   // gradients one batch at a time: the zero test's reference, see tests/worker.)
-  if (o.reference_world_size != 0 && ((c.paradigm != "none" && c.paradigm != "pipeline") || env.world_size != 1)) {
+  if (o.reference_world_size != 0 &&
+      ((c.paradigm != Paradigm::kNone && c.paradigm != Paradigm::kPipeline) || env.world_size != 1)) {
     throw ConfigError("TRAINBENCH_REFERENCE_WORLD_SIZE needs paradigm none and world size 1");
   }
   if (o.reference_world_size < 0) throw ConfigError("TRAINBENCH_REFERENCE_WORLD_SIZE must be >= 1");
@@ -198,11 +197,11 @@ class DataParallelStep final : public Step {
   void describe(RunResult& result) const override {
     result.parameter_count = parameter_count_;
     result.ddp_bucket_count = reducer_ ? static_cast<int>(reducer_->bucket_count()) : 0;
-    result.optimizer = rank_.config.optimizer;
+    result.optimizer = to_string(rank_.config.optimizer);
     result.micro_batches = 1;
   }
 
-  const char* metrics_role() const override { return kRoleTrainer; }
+  std::optional<Role> metrics_role() const override { return Role::kTrainer; }
   std::int64_t allreduce_bytes_per_step() const override {
     return reducer_ && comm_->size() > 1 ? reducer_->bytes_per_step() : 0;
   }
@@ -290,13 +289,13 @@ class PipelineTrainStep final : public Step {
   void describe(RunResult& result) const override {
     result.parameter_count = parameter_count_;
     result.ddp_bucket_count = 0;
-    result.optimizer = rank_.config.optimizer;
+    result.optimizer = to_string(rank_.config.optimizer);
     result.micro_batches = stage_->micro_batches();
     result.block_count = stage_->block_count();
     result.stage_starts = stage_->starts();
   }
 
-  const char* metrics_role() const override { return kRoleTrainer; }
+  std::optional<Role> metrics_role() const override { return Role::kTrainer; }
   std::vector<at::Tensor> dumped_parameters() const override { return owned_params_; }
 
  private:

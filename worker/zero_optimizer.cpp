@@ -30,14 +30,16 @@ std::int64_t nbytes(const at::Tensor& t) { return t.defined() ? t.numel() * stat
 
 class TorchOptimizer : public StepOptimizer {
  public:
-  TorchOptimizer(const std::string& name, double lr, std::vector<at::Tensor> params) {
-    if (name == "sgd") {
-      optimizer_ = std::make_unique<torch::optim::SGD>(std::move(params), torch::optim::SGDOptions(lr).momentum(kMomentum));
-    } else if (name == "adam") {
-      optimizer_ = std::make_unique<torch::optim::Adam>(
-          std::move(params), torch::optim::AdamOptions(lr).betas({kBeta1, kBeta2}).eps(kEps));
-    } else {
-      throw ConfigError("run config: optimizer must be sgd or adam, got '" + name + "'");
+  TorchOptimizer(Optimizer name, double lr, std::vector<at::Tensor> params) {
+    switch (name) {
+      case Optimizer::kSgd:
+        optimizer_ =
+            std::make_unique<torch::optim::SGD>(std::move(params), torch::optim::SGDOptions(lr).momentum(kMomentum));
+        break;
+      case Optimizer::kAdam:
+        optimizer_ = std::make_unique<torch::optim::Adam>(
+            std::move(params), torch::optim::AdamOptions(lr).betas({kBeta1, kBeta2}).eps(kEps));
+        break;
     }
   }
   void step() override { optimizer_->step(); }
@@ -156,8 +158,7 @@ class ZeroAdam : public StepOptimizer {
 
 }  // namespace
 
-std::unique_ptr<StepOptimizer> make_optimizer(const std::string& name, double learning_rate,
-                                              std::vector<at::Tensor> params) {
+std::unique_ptr<StepOptimizer> make_optimizer(Optimizer name, double learning_rate, std::vector<at::Tensor> params) {
   return std::make_unique<TorchOptimizer>(name, learning_rate, std::move(params));
 }
 

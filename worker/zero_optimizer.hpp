@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/vocabulary.hpp"
 #include "worker/process_group.hpp"
 
 namespace trainbench::worker {
@@ -21,9 +22,8 @@ class StepOptimizer {
 };
 
 /// `name` sgd: torch::optim::SGD with momentum 0.9; adam: torch::optim::Adam with its defaults
-/// (betas 0.9 / 0.999, eps 1e-8, no weight decay). Throws ConfigError for other names.
-std::unique_ptr<StepOptimizer> make_optimizer(const std::string& name, double learning_rate,
-                                              std::vector<at::Tensor> params);
+/// (betas 0.9 / 0.999, eps 1e-8, no weight decay).
+std::unique_ptr<StepOptimizer> make_optimizer(Optimizer name, double learning_rate, std::vector<at::Tensor> params);
 
 /// One rank's shard of the parameters flattened in order: `total` elements cut into `ranks`
 /// shards of shard_size = ceil(total / ranks) (the last ones shorter, possibly empty); this rank

@@ -57,9 +57,9 @@ json field_env(const std::string& name, const std::string& path) {
 
 /// Environment shared by every pod of a run (torchrun's names + NCCL). WORLD_SIZE is the c10d
 /// world: the trainers, plus the parameter servers of paradigm hybrid-ps; a parameter server is
-/// alone on its pod (one process, no NPROC_PER_NODE).
+/// alone on its pod (one process, no NPROC_PER_NODE). `role`: a Role's text, or "master".
 json common_env(const JobContext& job, const RunConfig& run, int attempt, const std::string& role) {
-  const bool server = role == kRoleParameterServer;
+  const bool server = parse_role(role) == Role::kParameterServer;
   json env = json::array({
       env_var("MASTER_ADDR", master_address(job.name, job.namespace_, run.index)),
       env_var("MASTER_PORT", std::to_string(master_port(job))),
@@ -224,7 +224,8 @@ json trainer_pod(const JobContext& job, const RunConfig& run, int attempt, int n
   }
   c["ports"] = ports;
   if (tmpl.contains("resources")) c["resources"] = tmpl["resources"];
-  json p = pod(job, trainer_pod_name(job.name, run.index, attempt, node), run, attempt, "trainer", c, false);
+  json p =
+      pod(job, trainer_pod_name(job.name, run.index, attempt, node), run, attempt, to_string(Role::kTrainer), c, false);
   const int linger = template_linger_seconds(tmpl).value_or(kDefaultMetricsLingerSeconds);
   p["spec"]["terminationGracePeriodSeconds"] = std::max(30, linger + kGraceBeyondLingerSeconds);
   return p;
@@ -238,8 +239,8 @@ json parameter_server_pod(const JobContext& job, const RunConfig& run, int attem
             {"env", json::array({env_var("RANK", std::to_string(rank)), env_var("LOCAL_RANK", "0"),
                                  env_var("NODE_RANK", "0"), env_var("GROUP_RANK", "0")})}};
   if (tmpl.contains("resources")) c["resources"] = tmpl["resources"];
-  return pod(job, parameter_server_pod_name(job.name, run.index, attempt, server), run, attempt, kRoleParameterServer,
-             c, false);
+  return pod(job, parameter_server_pod_name(job.name, run.index, attempt, server), run, attempt,
+             to_string(Role::kParameterServer), c, false);
 }
 
 }  // namespace trainbench::op

@@ -201,7 +201,7 @@ class Reconcile {
 
   /// No pod keeps running after the job ends; finished pods go too under cleanPodPolicy All.
   void clean_up_finished_job() {
-    if (clean_pod_policy() == "All") {
+    if (clean_pod_policy() == CleanPodPolicy::kAll) {
       delete_pods(o_.pods, job_selector());
       return;
     }
@@ -214,7 +214,9 @@ class Reconcile {
   // ---- the current run ----
 
   /// cleanPodPolicy, also for a job whose spec no longer parses (then the default, All).
-  std::string clean_pod_policy() const { return parsed_ ? parsed_->run_policy.clean_pod_policy : "All"; }
+  CleanPodPolicy clean_pod_policy() const {
+    return parsed_ ? parsed_->run_policy.clean_pod_policy : CleanPodPolicy::kAll;
+  }
 
   void progress(const BenchmarkJob& spec) {
     const RunPolicy& pol = spec.run_policy;
@@ -296,7 +298,7 @@ class Reconcile {
       rs.completion_time = now_;
       emit("Normal", "RunSucceeded", "run " + std::to_string(run.index) + " (" + rs.label + ") succeeded",
            run_key(run.index, -1));
-      if (clean_pod_policy() == "All") {
+      if (clean_pod_policy() == CleanPodPolicy::kAll) {
         delete_pods(pods_of(run.index, -1), run_selector(run.index));
       } else {
         for (const auto& p : pods_of(run.index, -1)) {
@@ -310,8 +312,7 @@ class Reconcile {
   }
 
   void drive_run(const RunConfig& run, const RunPolicy& pol) {
-    RunStatus& rs = run_status(run.index);
-    const int attempt = rs.attempt;
+    const int attempt = run_status(run.index).attempt;
 
     ensure_reporter();
     ensure("services", run_service_name(job_.name, run.index), o_.services, [&] { return run_service(job_, run.index); });
@@ -324,6 +325,23 @@ class Reconcile {
       if (label(p, kAttemptLabel) != std::to_string(attempt)) stale.push_back(p);
     }
     delete_pods(stale, run_selector(run.index) + "," + kAttemptLabel + "!=" + std::to_string(attempt));
+    const std::map<std::string, json> expected = expected_pods(run, attempt);
+    std::map<std::string, json> present;
+    for (const auto& p : pods_of(run.index, attempt)) present.emplace(pod_name(p), p);
+
+    const bool created = run_status(run.index).pods_created.value_or(false);
+    const auto [failure, reason] = attempt_failure(expected, present, created);
+    if (!failure.empty()) {
+      restart_or_fail(run, pol, failure, reason);
+    } else if (!created) {
+      start_attempt(run, pol, expected, present);
+    } else {
+      await_gang(run, pol, present);
+    }
+  }
+
+  /// The pods of this attempt, by name: the master, one trainer a node, the parameter servers.
+  std::map<std::string, json> expected_pods(const RunConfig& run, int attempt) const {
     std::map<std::string, json> expected;
     expected.emplace(master_pod_name(job_.name, run.index, attempt), master_pod(job_, run, attempt));
     for (int n = 0; n < run.nodes; ++n) {
@@ -333,33 +351,30 @@ class Reconcile {
       expected.emplace(parameter_server_pod_name(job_.name, run.index, attempt, j),
                        parameter_server_pod(job_, run, attempt, j));
     }
-    std::map<std::string, json> present;
-    for (const auto& p : pods_of(run.index, attempt)) present.emplace(pod_name(p), p);
+    return expected;
+  }
 
-    const bool created = rs.pods_created.value_or(false);
-    const auto [failure, reason] = attempt_failure(expected, present, created);
-    if (!failure.empty()) {
-      restart_or_fail(run, pol, failure, reason);
-      return;
+  /// Creates the attempt's missing pods; the gang then has schedulingTimeoutSeconds to start.
+  void start_attempt(const RunConfig& run, const RunPolicy& pol, const std::map<std::string, json>& expected,
+                     const std::map<std::string, json>& present) {
+    RunStatus& rs = run_status(run.index);
+    for (const auto& [name, want] : expected) {
+      if (present.count(name) == 0) d_.actions.push_back({Action::Verb::Create, "pods", name, want, "", {}});
     }
+    rs.pods_created = true;
+    rs.phase = RunPhase::Starting;
+    rs.attempt_start_time = now_;
+    if (!rs.start_time) rs.start_time = now_;
+    emit("Normal", "RunStarted",
+         "run " + std::to_string(run.index) + " (" + rs.label + ") attempt " + std::to_string(rs.attempt) +
+             ": created " + std::to_string(expected.size() - present.size()) + " pods",
+         run_key(run.index, rs.attempt));
+    requeue(std::chrono::seconds(pol.scheduling_timeout_seconds));
+  }
 
-    if (!created) {
-      for (const auto& [name, want] : expected) {
-        if (present.count(name) == 0) d_.actions.push_back({Action::Verb::Create, "pods", name, want, "", {}});
-      }
-      rs.pods_created = true;
-      rs.phase = RunPhase::Starting;
-      rs.attempt_start_time = now_;
-      if (!rs.start_time) rs.start_time = now_;
-      emit("Normal", "RunStarted",
-           "run " + std::to_string(run.index) + " (" + rs.label + ") attempt " + std::to_string(attempt) +
-               ": created " + std::to_string(expected.size() - present.size()) + " pods",
-           run_key(run.index, attempt));
-      requeue(std::chrono::seconds(pol.scheduling_timeout_seconds));
-      return;
-    }
-
-    // Gang start: every pod must be running (or done) within schedulingTimeoutSeconds.
+  /// Gang start: every pod must be running (or done) within schedulingTimeoutSeconds.
+  void await_gang(const RunConfig& run, const RunPolicy& pol, const std::map<std::string, json>& present) {
+    RunStatus& rs = run_status(run.index);
     std::vector<std::string> waiting;
     for (const auto& [name, p] : present) {
       const std::string ph = pod_phase(p);
@@ -379,7 +394,7 @@ class Reconcile {
       rs.phase = RunPhase::Failed;
       rs.completion_time = now_;
       rs.message = why;
-      emit("Warning", "RunFailed", "run " + std::to_string(run.index) + ": " + why, run_key(run.index, attempt));
+      emit("Warning", "RunFailed", "run " + std::to_string(run.index) + ": " + why, run_key(run.index, rs.attempt));
       fail_job("SchedulingTimeout", "run " + std::to_string(run.index) + ": " + why);
       return;
     }

@@ -17,7 +17,7 @@ RunConfig two_by_two() {
   c.job_name = "nl";
   c.nodes = 2;
   c.devices_per_node = 2;
-  c.paradigm = "ddp";
+  c.paradigm = Paradigm::kDdp;
   c.model = "mlp";
   c.batch_size_per_device = 8;
   c.warmup_steps = 1;

@@ -89,7 +89,7 @@ TEST(AllreduceSpec, FieldsAreReadAndPlanned) {
                "    - {nodes: 1, devicesPerNode: 2, paradigm: allreduce}\n    - {nodes: 1, devicesPerNode: 2}\n"));
   const auto runs = plan_runs(job, 2);
   ASSERT_EQ(runs.size(), 2u);
-  EXPECT_EQ(runs[0].paradigm, "allreduce");
+  EXPECT_EQ(runs[0].paradigm, Paradigm::kAllreduce);
   EXPECT_EQ(runs[0].allreduce.min_bytes, 4096);
   EXPECT_EQ(runs[0].allreduce.max_bytes, 1048576);
   EXPECT_EQ(runs[0].allreduce.dtype, "fp16");

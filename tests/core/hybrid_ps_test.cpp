@@ -33,7 +33,7 @@ spec:
 
 TEST(HybridPsSpec, ParsesServersAndOverrides) {
   const BenchmarkJob job = parse_benchmark_job(kHybridJob);
-  EXPECT_EQ(job.benchmark.paradigm, "hybrid-ps");
+  EXPECT_EQ(job.benchmark.paradigm, Paradigm::kHybridPs);
   EXPECT_EQ(job.benchmark.hybrid_ps.parameter_servers, 3);
   ASSERT_EQ(job.sweep.size(), 3u);
   EXPECT_FALSE(job.sweep[1].parameter_servers.has_value());
@@ -50,7 +50,7 @@ spec:
 )");
   EXPECT_EQ(job.benchmark.hybrid_ps.parameter_servers, 8);
   EXPECT_EQ(plan_runs(job, 16)[0].parameter_servers, 8);
-  EXPECT_EQ(plan_runs(job, 16)[0].optimizer, "sgd");
+  EXPECT_EQ(plan_runs(job, 16)[0].optimizer, Optimizer::kSgd);
 }
 
 TEST(HybridPsSpec, ToJsonRoundTrips) {
@@ -79,7 +79,7 @@ TEST(HybridPsPlan, ServersPerRunAndThreads) {
   EXPECT_EQ(runs[0].parameter_servers, 0);  // paradigm none
   EXPECT_EQ(runs[0].process_count(), 1);
   EXPECT_EQ(runs[0].threads_per_process, 12);
-  EXPECT_EQ(runs[1].paradigm, "hybrid-ps");
+  EXPECT_EQ(runs[1].paradigm, Paradigm::kHybridPs);
   EXPECT_EQ(runs[1].label(), "1M/2G hybrid-ps");
   EXPECT_EQ(runs[1].world_size(), 2);
   EXPECT_EQ(runs[1].parameter_servers, 3);
@@ -98,7 +98,7 @@ TEST(HybridPsPlan, PlacementsAreTrainersThenServers) {
   ASSERT_EQ(ps.size(), 16u);
   for (int r = 0; r < 8; ++r) {
     EXPECT_EQ(ps[static_cast<std::size_t>(r)].rank, r);
-    EXPECT_EQ(ps[static_cast<std::size_t>(r)].role, kRoleTrainer);
+    EXPECT_EQ(ps[static_cast<std::size_t>(r)].role, Role::kTrainer);
   }
   EXPECT_EQ(ps[5].node_rank, 1);
   EXPECT_EQ(ps[5].local_rank, 1);
@@ -107,7 +107,7 @@ TEST(HybridPsPlan, PlacementsAreTrainersThenServers) {
     EXPECT_EQ(p.rank, 8 + j);
     EXPECT_EQ(p.node_rank, 0);
     EXPECT_EQ(p.local_rank, 4 + j);
-    EXPECT_EQ(p.role, kRoleParameterServer);
+    EXPECT_EQ(p.role, Role::kParameterServer);
   }
   EXPECT_EQ(processes_on_node(run, 0), 12);
   EXPECT_EQ(processes_on_node(run, 1), 4);

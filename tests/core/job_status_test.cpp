@@ -21,7 +21,7 @@ RunReport succeeded_run(int index, int world) {
   r.devices_label = std::to_string(world) + " CPUs";
   r.world_size = world;
   r.devices_per_node = world;
-  r.paradigm = world == 1 ? "none" : "ddp";
+  r.paradigm = world == 1 ? Paradigm::kNone : Paradigm::kDdp;
   r.sec_per_iter = {0.1, 0.2, 0.3, 0.4};
   r.examples_per_sec = {80, 40, 26.5, 20};
   r.repeats = {r.sec_per_iter};

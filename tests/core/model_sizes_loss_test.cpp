@@ -41,7 +41,7 @@ TEST(ModelSizes, ParsedIntoTheRunConfigAndBack) {
   EXPECT_EQ(parse_benchmark_job(to_json(job).dump()).benchmark.hybrid_embedding.num_tables, 2);
   const auto runs = plan_runs(job, 2);
   const RunConfig back = run_config_from_json(to_json(runs[1]));
-  EXPECT_EQ(back.precision, "amp-bf16");
+  EXPECT_EQ(back.precision, Precision::kAmpBf16);
   EXPECT_EQ(back.sequence_length, 64);
   EXPECT_EQ(back.transformer.heads, 4);
   EXPECT_EQ(back.mlstm.hidden_size, 128);
@@ -60,7 +60,7 @@ TEST(ModelSizes, AmpFp16IsFineOnCuda) {
   std::string yaml = kJob;
   yaml.replace(yaml.find("amp-bf16"), 8, "amp-fp16");
   EXPECT_THROW(parse_benchmark_job(yaml), SpecError);
-  EXPECT_EQ(parse_benchmark_job(yaml + "  device: cuda\n").benchmark.precision, "amp-fp16");
+  EXPECT_EQ(parse_benchmark_job(yaml + "  device: cuda\n").benchmark.precision, Precision::kAmpFp16);
 }
 
 RunResult result_with_losses() {

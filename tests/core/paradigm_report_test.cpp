@@ -53,7 +53,7 @@ RunResult fake(int world, bool staged, std::int64_t state_per_rank) {
 TEST(ParadigmReport, MixedSweepSideBySide) {
   const auto j = mixed_job();
   const auto runs = plan_runs(j, 2);
-  ASSERT_EQ(runs[1].optimizer, "adam");
+  ASSERT_EQ(runs[1].optimizer, Optimizer::kAdam);
   ASSERT_EQ(runs[2].pipeline.micro_batches, 4);
   ASSERT_EQ(runs[1].pipeline.micro_batches, 1);
   const Report built =
@@ -98,15 +98,15 @@ spec:
     - {nodes: 1, devicesPerNode: 2}
 )");
   const auto runs = plan_runs(j, 2);
-  EXPECT_EQ(runs[0].optimizer, "sgd");
+  EXPECT_EQ(runs[0].optimizer, Optimizer::kSgd);
   const Report rep = build_report(j, runs, {{fake(2, false, 4000), ""}});
   EXPECT_EQ(format_report(rep).find("Paradigms side by side"), std::string::npos);
 }
 
 TEST(ParadigmReport, DefaultOptimizerPerParadigm) {
-  EXPECT_EQ(default_optimizer("zero"), "adam");
-  EXPECT_EQ(default_optimizer("ddp"), "sgd");
-  EXPECT_EQ(default_optimizer("pipeline"), "sgd");
+  EXPECT_EQ(default_optimizer(Paradigm::kZero), Optimizer::kAdam);
+  EXPECT_EQ(default_optimizer(Paradigm::kDdp), Optimizer::kSgd);
+  EXPECT_EQ(default_optimizer(Paradigm::kPipeline), Optimizer::kSgd);
 }
 
 }  // namespace

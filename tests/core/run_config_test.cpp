@@ -25,7 +25,7 @@ TEST(Plan, OneRunPerSweepEntryWithOverrides) {
   EXPECT_EQ(runs[0].threads_per_process, 8);
   EXPECT_EQ(runs[1].label(), "2M/3G");
   EXPECT_EQ(runs[1].devices_label(), "6 CPUs");
-  EXPECT_EQ(runs[1].paradigm, "ddp");
+  EXPECT_EQ(runs[1].paradigm, Paradigm::kDdp);
   EXPECT_DOUBLE_EQ(runs[1].ddp.bucket_cap_mb, 1.0);
   EXPECT_EQ(runs[1].threads_per_process, 2);  // 8 cores / 3 processes per node
   EXPECT_EQ(runs[1].world_size(), 6);

@@ -35,15 +35,15 @@ TEST(Spec, ParsesValidJobAndAppliesDefaults) {
   EXPECT_EQ(job.metadata.name, "resnet50-scaling");
   EXPECT_EQ(job.metadata.namespace_, "default");
   EXPECT_EQ(job.benchmark.model, "resnet50");
-  EXPECT_EQ(job.benchmark.paradigm, "ddp");
-  EXPECT_EQ(job.benchmark.precision, "fp32");
+  EXPECT_EQ(job.benchmark.paradigm, Paradigm::kDdp);
+  EXPECT_EQ(job.benchmark.precision, Precision::kFp32);
   EXPECT_EQ(job.benchmark.warmup_steps, 20);
   EXPECT_EQ(job.benchmark.measure_steps, 100);
   EXPECT_EQ(job.benchmark.repeats, 5);
-  EXPECT_EQ(job.device, "cpu");
-  EXPECT_EQ(job.backend, "gloo");
+  EXPECT_EQ(job.device, Device::kCpu);
+  EXPECT_EQ(job.backend, Backend::kGloo);
   ASSERT_EQ(job.sweep.size(), 3u);
-  EXPECT_EQ(job.sweep[0].paradigm.value_or(""), "none");
+  EXPECT_EQ(job.sweep[0].paradigm, Paradigm::kNone);
   EXPECT_FALSE(job.sweep[1].paradigm.has_value());
   EXPECT_EQ(job.sweep[2].nodes, 2);
   EXPECT_EQ(job.sweep[2].devices_per_node, 8);
@@ -53,7 +53,7 @@ TEST(Spec, ParsesValidJobAndAppliesDefaults) {
 TEST(Spec, CudaDefaultsToNccl) {
   std::string y = kValid;
   y += "  device: cuda\n";
-  EXPECT_EQ(parse_benchmark_job(y).backend, "nccl");
+  EXPECT_EQ(parse_benchmark_job(y).backend, Backend::kNccl);
 }
 
 TEST(Spec, AcceptsServerPopulatedMetadataAndStatus) {
@@ -181,7 +181,7 @@ TEST(Spec, ParsesTheOperatorFields) {
   EXPECT_EQ(job.nccl.extra_env.at("NCCL_P2P_DISABLE"), "1");
   EXPECT_EQ(job.run_policy.backoff_limit, 0);
   EXPECT_EQ(job.run_policy.scheduling_timeout_seconds, 60);
-  EXPECT_EQ(job.run_policy.clean_pod_policy, "Running");
+  EXPECT_EQ(job.run_policy.clean_pod_policy, CleanPodPolicy::kRunning);
 }
 
 TEST(Spec, OperatorFieldDefaults) {
@@ -194,7 +194,7 @@ TEST(Spec, OperatorFieldDefaults) {
   EXPECT_EQ(job.nccl.debug, "");
   EXPECT_EQ(job.run_policy.backoff_limit, 2);
   EXPECT_EQ(job.run_policy.scheduling_timeout_seconds, 300);
-  EXPECT_EQ(job.run_policy.clean_pod_policy, "All");
+  EXPECT_EQ(job.run_policy.clean_pod_policy, CleanPodPolicy::kAll);
   EXPECT_EQ(job.run_policy.active_deadline_seconds, 0);
   EXPECT_EQ(job.run_policy.collective_timeout_seconds, 300);
 }

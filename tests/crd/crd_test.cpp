@@ -485,7 +485,7 @@ TEST(Crd, ExamplesIncludeTheOperatorJob) {
   EXPECT_NE(std::find(files.begin(), files.end(), "operator-mlp.yaml"), files.end());
   const BenchmarkJob job = load_benchmark_job(kSourceDir + "/examples/operator-mlp.yaml");
   EXPECT_EQ(job.benchmark.model, "mlp");
-  EXPECT_EQ(job.backend, "gloo");
+  EXPECT_EQ(job.backend, Backend::kGloo);
   bool two_by_two = false;
   for (const auto& e : job.sweep) two_by_two = two_by_two || (e.nodes == 2 && e.devices_per_node == 2);
   EXPECT_TRUE(two_by_two);

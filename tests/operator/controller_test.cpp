@@ -99,7 +99,7 @@ struct ControllerOnFakeCluster {
     server.stop();
   }
 
-  /// The requests sent as (METHOD resource name), without their answers.
+  /// The write requests sent, each as "METHOD resource name" (without its answer).
   std::vector<std::string> sent() const {
     std::vector<std::string> out;
     for (const auto& w : cluster.writes()) out.push_back(w.method + " " + w.resource + " " + w.name);

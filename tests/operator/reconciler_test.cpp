@@ -129,7 +129,7 @@ void deliver_result(Observed& o, int run, int attempt, int world) {
   cfg.index = run;
   cfg.nodes = 1;
   cfg.devices_per_node = world;
-  cfg.paradigm = world == 1 ? "none" : "ddp";
+  cfg.paradigm = world == 1 ? Paradigm::kNone : Paradigm::kDdp;
   cfg.batch_size_per_device = 8;
   RunResult r;
   r.world_size = world;

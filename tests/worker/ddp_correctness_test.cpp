@@ -14,10 +14,12 @@
 
 namespace {
 
+using trainbench::Paradigm;
+using trainbench::parse_gradient_compression;
 using trainbench::RunConfig;
 using trainbench::test::ProcessOutcome;
-using trainbench::test::read_float32_file;
 using trainbench::test::read_file;
+using trainbench::test::read_float32_file;
 using trainbench::test::run_ranks;
 using trainbench::test::TempDir;
 
@@ -26,7 +28,7 @@ constexpr int kSteps = 5;
 RunConfig small_mlp(int world, double bucket_cap_mb) {
   RunConfig c;
   c.job_name = "worker-ddp-test";
-  c.paradigm = world > 0 ? "ddp" : "none";
+  c.paradigm = world > 0 ? Paradigm::kDdp : Paradigm::kNone;
   c.nodes = 1;
   c.devices_per_node = std::max(world, 1);
   c.model = "mlp";
@@ -89,7 +91,7 @@ TEST_P(DdpCorrectness, MatchesGlobalBatchReference) {
   const DdpCase& tc = GetParam();
   TempDir dir;
   RunConfig c = small_mlp(tc.world, tc.bucket_cap_mb);
-  c.ddp.gradient_compression = tc.compression;
+  c.ddp.gradient_compression = parse_gradient_compression(tc.compression).value();
   const std::string prefix = dir.file("ddp");
   const std::string result_file = dir.file("result.json");
   expect_all_ok(run_ranks(c, {{"TRAINBENCH_DUMP_PARAMS", prefix},

@@ -22,6 +22,8 @@
 
 namespace {
 
+using trainbench::Optimizer;
+using trainbench::Paradigm;
 using trainbench::RankPlacement;
 using trainbench::RunConfig;
 using trainbench::RunResult;
@@ -42,7 +44,7 @@ constexpr int kBag = 3;
 RunConfig hybrid_run(int trainers, int servers) {
   RunConfig c;
   c.job_name = "worker-hybrid-ps-test";
-  c.paradigm = "hybrid-ps";
+  c.paradigm = Paradigm::kHybridPs;
   c.model = "hybrid-embedding";
   c.devices_per_node = trainers;
   c.parameter_servers = servers;
@@ -58,7 +60,7 @@ RunConfig hybrid_run(int trainers, int servers) {
   c.repeats = 1;
   c.seed = 2024;
   c.learning_rate = 0.1;
-  c.optimizer = "sgd";
+  c.optimizer = Optimizer::kSgd;
   c.threads_per_process = 1;
   c.collective_timeout_seconds = 30;
   return c;

@@ -19,6 +19,9 @@
 
 namespace {
 
+using trainbench::parse_gradient_compression;
+using trainbench::parse_precision;
+using trainbench::Precision;
 using trainbench::RunConfig;
 using trainbench::test::read_file;
 using trainbench::test::read_float32_file;
@@ -143,7 +146,7 @@ TEST_P(SmallModelTrains, NoneAndDdpOnTwoRanksAndAmpBf16) {
     SCOPED_TRACE("world " + std::to_string(world) + ", " + precision);
     TempDir dir;
     RunConfig c = small_run(GetParam(), world == 1 ? "none" : "ddp", world);
-    c.precision = precision;
+    c.precision = parse_precision(precision).value();
     const auto outs = run_ranks(c, {{"TRAINBENCH_RESULT_FILE", dir.file("r.json")}});
     for (const auto& o : outs) ASSERT_EQ(o.exit_code, 0) << o.output;
     const auto r = trainbench::run_result_from_json(nlohmann::json::parse(read_file(dir.file("r.json"))));
@@ -170,7 +173,7 @@ TEST(Precision, AmpBf16LossIsCloseToFp32AtTheFirstStep) {
   for (int k = 0; k < 2; ++k) {
     TempDir dir;
     RunConfig c = small_run("gpt2-small", "none", 1);
-    c.precision = precisions[k];
+    c.precision = parse_precision(precisions[k]).value();
     c.warmup_steps = 0;
     c.measure_steps = 2;
     const auto outs = run_ranks(c, {{"TRAINBENCH_RESULT_FILE", dir.file("r.json")}});
@@ -190,7 +193,7 @@ TEST(Precision, AmpBf16LossIsCloseToFp32AtTheFirstStep) {
 
 TEST(Precision, AmpFp16NeedsCuda) {
   RunConfig c = small_run("mlp", "none", 1);
-  c.precision = "amp-fp16";
+  c.precision = Precision::kAmpFp16;
   const auto outs = run_ranks(c, {});
   EXPECT_EQ(outs[0].exit_code, 2) << outs[0].output;
   EXPECT_NE(outs[0].output.find("precision amp-fp16 needs device cuda"), std::string::npos) << outs[0].output;
@@ -231,7 +234,7 @@ TEST(Precision, Bf16GradientCompressionStaysCloseToFp32) {
     c.warmup_steps = 0;
     c.measure_steps = 5;
     c.learning_rate = 0.05;
-    c.ddp.gradient_compression = compression;
+    c.ddp.gradient_compression = parse_gradient_compression(compression).value();
     const std::string prefix = dir.file("p-" + compression);
     const auto outs = run_ranks(c, {{"TRAINBENCH_DUMP_PARAMS", prefix}, {"TRAINBENCH_RESULT_FILE", dir.file("r.json")}});
     std::vector<float> none;

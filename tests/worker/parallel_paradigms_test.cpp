@@ -19,6 +19,9 @@
 
 namespace {
 
+using trainbench::Optimizer;
+using trainbench::Paradigm;
+using trainbench::parse_paradigm;
 using trainbench::RunConfig;
 using trainbench::RunResult;
 using trainbench::test::ProcessOutcome;
@@ -32,7 +35,7 @@ constexpr int kSteps = 4;
 RunConfig mlp_run(const std::string& paradigm, int world) {
   RunConfig c;
   c.job_name = "worker-parallel-test";
-  c.paradigm = paradigm;
+  c.paradigm = parse_paradigm(paradigm).value();
   c.nodes = 1;
   c.devices_per_node = world;
   c.model = "mlp";
@@ -97,7 +100,7 @@ Diff compare(const std::vector<float>& got, const std::vector<float>& reference,
 /// each micro-batch's loss is weighted 1/world).
 std::vector<float> unsharded_adam(const std::string& how, int world, double learning_rate, const TempDir& dir) {
   RunConfig ref = how == "ddp" ? mlp_run("ddp", world) : mlp_run("pipeline", 1);
-  ref.optimizer = "adam";
+  ref.optimizer = Optimizer::kAdam;
   ref.learning_rate = learning_rate;
   ref.ddp.bucket_cap_mb = 0.005;
   std::map<std::string, std::string> env;
@@ -126,7 +129,7 @@ TEST_P(ZeroCorrectness, MatchesUnshardedAdam) {
   const int world = tc.world;
   TempDir dir;
   RunConfig c = mlp_run("zero", world);
-  c.optimizer = "adam";
+  c.optimizer = Optimizer::kAdam;
   c.ddp.bucket_cap_mb = 0.005;  // several buckets: shard edges fall inside parameters and buckets
   std::vector<std::vector<float>> zero;
   const RunResult result = run_and_dump(c, dir, "zero", zero);
@@ -179,11 +182,11 @@ INSTANTIATE_TEST_SUITE_P(Worker, ZeroCorrectness,
 TEST(ZeroState, DdpWithAdamHoldsTheWholeState) {
   TempDir dir;
   RunConfig c = mlp_run("ddp", 2);
-  c.optimizer = "adam";
+  c.optimizer = Optimizer::kAdam;
   std::vector<std::vector<float>> dumps;
   const RunResult result = run_and_dump(c, dir, "ddp-adam", dumps);
   for (const auto& rk : result.ranks) EXPECT_EQ(rk.optimizer_state_bytes, 2 * 4 * kMlpParameters);
-  c.optimizer = "sgd";
+  c.optimizer = Optimizer::kSgd;
   const RunResult sgd = run_and_dump(c, dir, "ddp-sgd", dumps);
   for (const auto& rk : sgd.ranks) EXPECT_EQ(rk.optimizer_state_bytes, 4 * kMlpParameters);
 }
@@ -256,7 +259,7 @@ TEST_P(StageCorrectness, MatchesTheUnsplitModel) {
   ASSERT_EQ(static_cast<std::int64_t>(joined.size()), expected_total);
 
   RunConfig ref = c;
-  ref.paradigm = "none";
+  ref.paradigm = Paradigm::kNone;
   ref.devices_per_node = 1;
   ref.pipeline = {};
   std::vector<std::vector<float>> reference, initial;

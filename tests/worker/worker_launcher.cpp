@@ -172,7 +172,7 @@ std::vector<float> read_float32_file(const std::string& path) {
 RunConfig tiny_mlp_run(const std::string& job, const std::string& paradigm, int world) {
   RunConfig c;
   c.job_name = job;
-  c.paradigm = paradigm;
+  c.paradigm = parse_paradigm(paradigm).value();
   c.devices_per_node = world;
   c.model = "mlp";
   c.mlp.input_size = 16;

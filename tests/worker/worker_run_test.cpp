@@ -8,6 +8,7 @@
 
 namespace {
 
+using trainbench::GradientCompression;
 using trainbench::RunConfig;
 using trainbench::test::read_file;
 using trainbench::test::run_process;
@@ -109,7 +110,7 @@ TEST(WorkerRun, NonFiniteLossExits1) {
 
 TEST(WorkerRun, Bf16CompressionWorksOrSaysItIsUnsupported) {
   RunConfig c = tiny("ddp", 2);
-  c.ddp.gradient_compression = "bf16";
+  c.ddp.gradient_compression = GradientCompression::kBf16;
   const auto outs = run_ranks(c, {});
   for (const auto& o : outs) {
     if (o.exit_code == 0) continue;

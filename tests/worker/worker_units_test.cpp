@@ -59,7 +59,7 @@ RankEnv one_rank() {
 
 RunConfig small_mlp() {
   RunConfig c;
-  c.paradigm = "none";
+  c.paradigm = Paradigm::kNone;
   c.model = "mlp";
   c.mlp = {16, {32, 24}, 5};
   c.batch_size_per_device = 4;
@@ -102,9 +102,9 @@ TEST(Reducer, BucketsCloseAtOneMiBFirstThenAtTheCap) {
   // parameter), the others at the cap.
   std::vector<torch::Tensor> params;
   for (int i = 0; i < 4; ++i) params.push_back(torch::ones({300000}).requires_grad_(true));
-  EXPECT_EQ(DdpReducer(params, *comm, 25.0, "none").bucket_count(), 2u);
-  EXPECT_EQ(DdpReducer(params, *comm, 1.0, "none").bucket_count(), 4u);
-  const DdpReducer reducer(params, *comm, 25.0, "none");
+  EXPECT_EQ(DdpReducer(params, *comm, 25.0, GradientCompression::kNone).bucket_count(), 2u);
+  EXPECT_EQ(DdpReducer(params, *comm, 1.0, GradientCompression::kNone).bucket_count(), 4u);
+  const DdpReducer reducer(params, *comm, 25.0, GradientCompression::kNone);
   EXPECT_EQ(reducer.bytes_per_step(), 4 * 300000 * 4);
 }
 
@@ -120,7 +120,7 @@ TEST(Reducer, OneRanksGradientsAreAutogradsOwn) {
   model->loss(b.inputs, b.targets).backward();
   std::vector<torch::Tensor> plain;
   for (const auto& p : params) plain.push_back(p.grad().clone());
-  DdpReducer reducer(params, *comm, 0.001, "none");
+  DdpReducer reducer(params, *comm, 0.001, GradientCompression::kNone);
   reducer.zero_grad();
   reducer.prepare_for_backward();
   model->loss(b.inputs, b.targets).backward();
