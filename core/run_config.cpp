@@ -22,6 +22,30 @@ std::string RunConfig::devices_label() const {
   return std::to_string(world_size()) + (device == Device::kCuda ? " GPUs" : " CPUs");
 }
 
+nlohmann::json to_json(const RunTestOptions& t) {
+  nlohmann::json j = nlohmann::json::object();
+  if (t.loss_scale != 0) j["lossScale"] = t.loss_scale;
+  if (t.no_dropout) j["noDropout"] = true;
+  if (t.sigkill_rank_at_first_measured_step != -1) {
+    j["sigkillRankAtFirstMeasuredStep"] = t.sigkill_rank_at_first_measured_step;
+  }
+  if (t.allreduce_fault_rank != -1) j["allreduceFaultRank"] = t.allreduce_fault_rank;
+  return j;
+}
+
+RunTestOptions run_test_options_from_json(const nlohmann::json& j) {
+  const std::string p = "testOptions";
+  jf::require_object(j, p);
+  RunTestOptions t;
+  if (jf::has(j, "lossScale")) t.loss_scale = jf::get_number(j, "lossScale", p);
+  if (jf::has(j, "noDropout")) t.no_dropout = jf::get_bool(j, "noDropout", p);
+  if (jf::has(j, "sigkillRankAtFirstMeasuredStep")) {
+    t.sigkill_rank_at_first_measured_step = jf::get_int32(j, "sigkillRankAtFirstMeasuredStep", p);
+  }
+  if (jf::has(j, "allreduceFaultRank")) t.allreduce_fault_rank = jf::get_int32(j, "allreduceFaultRank", p);
+  return t;
+}
+
 nlohmann::json to_json(const RunConfig& c) {
   nlohmann::json j = {
       {"jobName", c.job_name},
@@ -59,6 +83,7 @@ nlohmann::json to_json(const RunConfig& c) {
       {"parameterServers", c.parameter_servers},
   };
   if (c.parameter_servers_own_pods) j["parameterServersOwnPods"] = true;
+  if (c.test.any()) j["testOptions"] = to_json(c.test);
   return j;
 }
 
@@ -119,6 +144,7 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
   // optional: configs from before paradigm hybrid-ps lack it
   if (jf::has(j, "parameterServers")) c.parameter_servers = jf::get_int32(j, "parameterServers", p);
   if (jf::has(j, "parameterServersOwnPods")) c.parameter_servers_own_pods = jf::get_bool(j, "parameterServersOwnPods", p);
+  if (jf::has(j, "testOptions")) c.test = run_test_options_from_json(jf::get_object(j, "testOptions", p));
   if (has_parameter_servers(c.paradigm) &&
       (c.parameter_servers < kMinParameterServers || c.parameter_servers > kMaxParameterServers)) {
     throw std::runtime_error("parameterServers: paradigm hybrid-ps needs " + std::to_string(kMinParameterServers) +

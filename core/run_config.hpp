@@ -11,6 +11,33 @@
 
 namespace trainbench {
 
+/// Test-only behaviour of the worker. Never set by a spec or the plan; tests set it in the
+/// RunConfig they hand a worker ("testOptions", serialised only when something is set, so the
+/// config of a normal run is unchanged).
+struct RunTestOptions {
+  /// > 0: a loss scaler (worker/amp.hpp GradScaler) with this initial scale on any precision, so
+  /// that the CPU build's tests can drive the skip/back-off path. "lossScale".
+  double loss_scale = 0;
+  /// bert-base / gpt2-small without dropout (a split model's stages draw their masks from their
+  /// own generators, so only without it does it equal the unsplit model). "noDropout".
+  bool no_dropout = false;
+  /// This rank kills itself with SIGKILL at the start of its first measured step (-1: none).
+  /// "sigkillRankAtFirstMeasuredStep".
+  int sigkill_rank_at_first_measured_step = -1;
+  /// paradigm allreduce: this rank contributes a wrong value to every size's verified
+  /// all-reduce, so that the check must fail the run (-1: none). "allreduceFaultRank".
+  int allreduce_fault_rank = -1;
+
+  /// Anything set (the default is a normal run).
+  bool any() const {
+    return loss_scale != 0 || no_dropout || sigkill_rank_at_first_measured_step != -1 || allreduce_fault_rank != -1;
+  }
+};
+
+nlohmann::json to_json(const RunTestOptions& t);
+/// Throws std::runtime_error naming a mistyped field.
+RunTestOptions run_test_options_from_json(const nlohmann::json& j);
+
 /// Everything one run (one sweep entry) needs, fully resolved: pure data, the same for the
 /// local executor and the Kubernetes operator. Workers receive it as JSON in
 /// TRAINBENCH_RUN_CONFIG.
@@ -50,6 +77,7 @@ struct RunConfig {
   /// node 0's trainers (trainbench run): LOCAL_WORLD_SIZE and threads then count trainers only.
   /// "parameterServersOwnPods", written only when true.
   bool parameter_servers_own_pods = false;
+  RunTestOptions test;  ///< tests only ("testOptions", written only when set)
 
   /// The trainers (devices): examples/sec and speedup count these.
   int world_size() const { return nodes * devices_per_node; }

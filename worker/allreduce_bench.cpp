@@ -1,4 +1,13 @@
-#include "worker/allreduce_bench.hpp"
+// paradigm allreduce (nccl-tests' all_reduce_perf in the worker): rendezvous, rank 0 measures
+// the copy limit (core/allreduce.hpp MemoryCopyLimit), then for every size from
+// allreduce.minBytes to maxBytes (doubling): one all-reduce whose sums every rank verifies (a
+// wrong sum fails the run on every rank), warmupSteps untimed all-reduces, then `repeats` timings
+// of measureSteps back-to-back all-reduces. Rank 0's RunResult has stepSeconds[repeat][size] =
+// seconds per all-reduce, plus the "allreduce" part.
+//
+// Its step: make_allreduce_step (worker/paradigms.hpp). Test option:
+// RunConfig::test.allreduce_fault_rank = R makes rank R contribute a wrong value to the
+// verified all-reduce of every size, so that the check must fail the run.
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -14,15 +23,12 @@
 #include <sstream>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "core/allreduce.hpp"
 #include "core/run_result.hpp"
-#include "core/version.hpp"
-#include "worker/output_files.hpp"
+#include "worker/paradigms.hpp"
 #include "worker/process_group.hpp"
-#include "worker/train_common.hpp"
-#include "worker/environment_info.hpp"
+#include "worker/rank_context.hpp"
+#include "worker/step.hpp"
 #include "worker/system_probe.hpp"
 #include "worker/torch_compat.hpp"
 #include "worker/worker_error.hpp"
@@ -132,12 +138,6 @@ MemoryCopyLimit measure_device_copy(const at::Device& device) {
   return l;
 }
 
-void write_progress(const std::string& path, int step, int steps, double seconds) {
-  nlohmann::json j{{"phase", "measure"}, {"repeat", 1}, {"repeats", 1},
-                   {"step", step},       {"steps", steps}, {"secPerIter", seconds}};
-  write_file_atomically(path, j.dump() + "\n");
-}
-
 /// Rank r contributes ((r + i) mod 3) - 1 at element i: -1, 0 or 1. Any run of consecutive ranks
 /// sums to -1, 0 or 1 (each period of 3 cancels), so the result and a ring's partial sums are
 /// exact in every dtype; other reduction orders stay within |n/3|.
@@ -161,134 +161,125 @@ double max_error(const at::Tensor& result, int world) {
   return (result.to(at::kFloat) - expected).abs().max().item<double>();
 }
 
-}  // namespace
-
-void run_allreduce_benchmark(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
-  validate(env, c);
-  const at::ScalarType dtype = scalar_type(c.allreduce.dtype);
-  at::set_num_threads(c.threads_per_process);
-  const at::Device device = rank_device(env, c);
-  auto sync_device = [&] {
-    if (device.is_cuda()) compat::cuda_synchronize(device.index());
-  };
-  int fault_rank = -1;
-  if (const char* f = std::getenv("TRAINBENCH_ALLREDUCE_FAULT_RANK"); f != nullptr && *f != '\0') {
-    const auto r = parse_int(f);
-    if (!r) throw ConfigError(std::string("TRAINBENCH_ALLREDUCE_FAULT_RANK must be an integer, got '") + f + "'");
-    fault_rank = *r;
-  }
-
-  std::unique_ptr<RunStore> store;
-  if (o.external_store) {
-    store = RunStore::connect(env.master_addr, env.master_port, std::chrono::seconds(c.collective_timeout_seconds));
-  }
-  std::unique_ptr<Communicator> comm = Communicator::create(env, c, store.get(), o.bind_address);
-  const int world = env.world_size;
-  const auto opts = at::TensorOptions().dtype(dtype).device(device);
-  at::Tensor flag = at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(device));
-  auto barrier = [&] { comm->allreduce_sum(flag.zero_()).wait(); };
-
-  // The same collective on every rank first: does the backend take this dtype at all?
-  try {
-    comm->allreduce_sum(at::zeros({1}, opts)).wait();
-  } catch (const std::exception& e) {
-    throw ConfigError("allreduce.dtype " + c.allreduce.dtype + " is not supported by the " + comm->backend_name() +
-                      " backend of this libtorch (" + e.what() + ")");
-  }
-
-  // The limit, on rank 0 alone while the others wait in the barrier.
-  MemoryCopyLimit limit;
-  if (env.rank == 0) limit = device.is_cuda() ? measure_device_copy(device) : measure_host_memcpy();
-  barrier();
-
-  const std::vector<std::int64_t> sizes = allreduce_sizes(c.allreduce.min_bytes, c.allreduce.max_bytes);
-  const int element_bytes = allreduce_element_bytes(c.allreduce.dtype);
-  at::Tensor buffer = at::empty({sizes.back() / element_bytes}, opts);
-  const bool report_progress = env.rank == 0 && !o.progress_file.empty();
-  // seconds[repeat][size]: seconds per all-reduce
-  std::vector<std::vector<double>> seconds(static_cast<std::size_t>(c.repeats),
-                                           std::vector<double>(sizes.size(), 0.0));
-  for (std::size_t s = 0; s < sizes.size(); ++s) {
-    const std::int64_t count = sizes[s] / element_bytes;
-    at::Tensor t = buffer.narrow(0, 0, count);
-    // 1. Correctness: one all-reduce of the pattern, checked on every rank.
-    t.copy_(pattern(count, env.rank, dtype, device));
-    if (env.rank == fault_rank) t.narrow(0, 0, 1).add_(1);
-    comm->allreduce_sum(t).wait();
-    sync_device();
-    const double err = max_error(t, world);
-    // Exact, except partial sums beyond a 16-bit type's integers (bf16: 256, fp16: 2048) in a
-    // non-ring reduction order; a wrong contribution is off by at least 1 either way.
-    const bool inexact = (dtype == at::kBFloat16 && world > 3 * 256) || (dtype == at::kHalf && world > 3 * 2048);
-    const double tolerance = inexact ? 0.5 : 1e-3;
-    flag.fill_(err > tolerance ? 1.0 : 0.0);
-    comm->allreduce_sum(flag).wait();
-    const int bad_ranks = static_cast<int>(std::lround(flag.item<double>()));
-    if (bad_ranks > 0) {
-      std::ostringstream msg;
-      msg << "all-reduce of " << format_byte_size(sizes[s]) << " (" << c.allreduce.dtype << ") summed wrongly on "
-          << bad_ranks << " of " << world << " ranks (this rank's largest error " << err << ")";
-      throw std::runtime_error(msg.str());
+/// One step per message size, nccl-tests' order: a size is verified, warmed up and timed
+/// `repeats` times before the next (its repeats lie inside the step, so the loop runs one
+/// repeat of the sizes and the record takes the step's [repeat][size] seconds).
+class AllreduceStep final : public Step {
+ public:
+  explicit AllreduceStep(RankContext& rank)
+      : Step(rank),
+        dtype_(scalar_type(rank.config.allreduce.dtype)),
+        device_(rank.device),
+        comm_(rank.comm()),
+        flag_(at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(device_))) {
+    const RunConfig& c = rank.config;
+    const auto opts = at::TensorOptions().dtype(dtype_).device(device_);
+    // The same collective on every rank first: does the backend take this dtype at all?
+    try {
+      comm_.allreduce_sum(at::zeros({1}, opts)).wait();
+    } catch (const std::exception& e) {
+      throw ConfigError("allreduce.dtype " + c.allreduce.dtype + " is not supported by the " + comm_.backend_name() +
+                        " backend of this libtorch (" + e.what() + ")");
     }
-    // 2. Timing on zeros (no denormals, no overflow however many all-reduces).
+    // The limit, on rank 0 alone while the others wait in the barrier.
+    if (rank.env.rank == 0) limit_ = device_.is_cuda() ? measure_device_copy(device_) : measure_host_memcpy();
+    barrier();
+    sizes_ = allreduce_sizes(c.allreduce.min_bytes, c.allreduce.max_bytes);
+    element_bytes_ = allreduce_element_bytes(c.allreduce.dtype);
+    buffer_ = at::empty({sizes_.back() / element_bytes_}, opts);
+    seconds_.assign(static_cast<std::size_t>(c.repeats), std::vector<double>(sizes_.size(), 0.0));
+  }
+
+  StepTiming run_step(const StepContext& step) override {
+    const RunConfig& c = rank_.config;
+    const auto s = static_cast<std::size_t>(step.index);
+    const std::int64_t count = sizes_[s] / element_bytes_;
+    at::Tensor t = buffer_.narrow(0, 0, count);
+    verify(t, sizes_[s]);
+    // Timing on zeros (no denormals, no overflow however many all-reduces).
     t.zero_();
-    for (int w = 0; w < c.warmup_steps; ++w) comm->allreduce_sum(t).wait();
+    for (int w = 0; w < c.warmup_steps; ++w) comm_.allreduce_sum(t).wait();
     for (int r = 0; r < c.repeats; ++r) {
       barrier();  // start together, as nccl-tests does before its timed loop
       sync_device();
       const auto t0 = Clock::now();
-      for (int k = 0; k < c.measure_steps; ++k) comm->allreduce_sum(t).wait();
+      for (int k = 0; k < c.measure_steps; ++k) comm_.allreduce_sum(t).wait();
       sync_device();
-      seconds[static_cast<std::size_t>(r)][s] = seconds_since(t0) / c.measure_steps;
+      seconds_[static_cast<std::size_t>(r)][s] = seconds_since(t0) / c.measure_steps;
     }
-    if (report_progress) {
-      write_progress(o.progress_file, static_cast<int>(s) + 1, static_cast<int>(sizes.size()),
-                     seconds.back()[s]);
-    }
-  }
-  buffer = at::Tensor();
-  const std::int64_t peak_memory = device.is_cuda() ? compat::cuda_peak_memory_bytes(device.index()) : peak_rss_bytes();
-
-  // Gather one row of doubles per rank: rank, node rank, local rank, peak memory, seconds.
-  std::vector<double> row{static_cast<double>(env.rank), static_cast<double>(env.node_rank),
-                          static_cast<double>(env.local_rank), static_cast<double>(peak_memory)};
-  for (const auto& rep : seconds) row.insert(row.end(), rep.begin(), rep.end());
-  at::Tensor mine = at::tensor(row, at::TensorOptions().dtype(at::kDouble));
-  at::Tensor all = comm->allgather(c.backend == Backend::kNccl ? mine.to(device) : mine).to(at::kCPU).contiguous();
-  if (env.rank != 0) {
-    if (store) store->add(kFinishedKey, 1);
-    return;
+    return StepTiming{seconds_.back()[s], 0, std::nullopt};
   }
 
-  RunResult result;
-  result.run_index = c.index;
-  result.world_size = world;
-  result.environment = environment_info(c, device);
-  AllreduceRunInfo info;
-  info.dtype = c.allreduce.dtype;
-  info.sizes_bytes = sizes;
-  info.limit = limit;
-  info.warmup_ops = c.warmup_steps;
-  info.ops_per_repeat = c.measure_steps;
-  info.verified = true;  // a wrong sum has thrown above, on every rank
-  result.allreduce = info;
-  const double* data = all.data_ptr<double>();
-  const std::int64_t width = all.size(1);
-  for (std::int64_t k = 0; k < all.size(0); ++k) {
-    const double* x = data + k * width;
-    RankResult rr;
-    rr.rank = static_cast<int>(x[0]);
-    rr.node_rank = static_cast<int>(x[1]);
-    rr.local_rank = static_cast<int>(x[2]);
-    rr.peak_memory_bytes = static_cast<std::int64_t>(x[3]);
-    std::size_t pos = 4;
-    for (int r = 0; r < c.repeats; ++r) {
-      rr.step_seconds.emplace_back(x + pos, x + pos + sizes.size());
-      pos += sizes.size();
-    }
-    result.ranks.push_back(std::move(rr));
+  void finish(RankRecord& record) override {
+    buffer_ = at::Tensor();
+    record.step_seconds = seconds_;
   }
-  hand_over_result(to_json(result).dump(2) + "\n", store.get(), o.result_file);
+
+  void describe(RunResult& result) const override {
+    const RunConfig& c = rank_.config;
+    AllreduceRunInfo info;
+    info.dtype = c.allreduce.dtype;
+    info.sizes_bytes = sizes_;
+    info.limit = limit_;
+    info.warmup_ops = c.warmup_steps;
+    info.ops_per_repeat = c.measure_steps;
+    info.verified = true;  // a wrong sum has thrown in run_step, on every rank
+    result.allreduce = info;
+  }
+
+  LoopShape loop_shape() const override { return LoopShape{0, 1, static_cast<int>(sizes_.size())}; }
+  RecordShape record_shape() const override {
+    return RecordShape{static_cast<std::size_t>(rank_.config.repeats), sizes_.size(), 0};
+  }
+
+ private:
+  void sync_device() const {
+    if (device_.is_cuda()) compat::cuda_synchronize(device_.index());
+  }
+  void barrier() { comm_.allreduce_sum(flag_.zero_()).wait(); }
+
+  /// One all-reduce of the pattern into `t`, checked on every rank; throws on a wrong sum.
+  void verify(at::Tensor& t, std::int64_t bytes) {
+    const RunConfig& c = rank_.config;
+    const int world = rank_.env.world_size;
+    t.copy_(pattern(t.numel(), rank_.env.rank, dtype_, device_));
+    if (rank_.env.rank == c.test.allreduce_fault_rank) t.narrow(0, 0, 1).add_(1);  // test option
+    comm_.allreduce_sum(t).wait();
+    sync_device();
+    const double err = max_error(t, world);
+    // Exact, except partial sums beyond a 16-bit type's integers (bf16: 256, fp16: 2048) in a
+    // non-ring reduction order; a wrong contribution is off by at least 1 either way.
+    const bool inexact = (dtype_ == at::kBFloat16 && world > 3 * 256) || (dtype_ == at::kHalf && world > 3 * 2048);
+    const double tolerance = inexact ? 0.5 : 1e-3;
+    flag_.fill_(err > tolerance ? 1.0 : 0.0);
+    comm_.allreduce_sum(flag_).wait();
+    const int bad_ranks = static_cast<int>(std::lround(flag_.item<double>()));
+    if (bad_ranks > 0) {
+      std::ostringstream msg;
+      msg << "all-reduce of " << format_byte_size(bytes) << " (" << c.allreduce.dtype << ") summed wrongly on "
+          << bad_ranks << " of " << world << " ranks (this rank's largest error " << err << ")";
+      throw std::runtime_error(msg.str());
+    }
+  }
+
+  const at::ScalarType dtype_;
+  const at::Device device_;
+  Communicator& comm_;
+  at::Tensor flag_;
+  MemoryCopyLimit limit_;
+  std::vector<std::int64_t> sizes_;
+  int element_bytes_ = 1;
+  at::Tensor buffer_;
+  std::vector<std::vector<double>> seconds_;  ///< [repeat][size]: seconds per all-reduce
+};
+
+}  // namespace
+
+void validate_allreduce_run(const RankEnv& env, const RunConfig& c, const WorkerOptions&) {
+  validate(env, c);
+  (void)scalar_type(c.allreduce.dtype);
 }
+
+std::unique_ptr<Step> make_allreduce_step(RankContext& rank) { return std::make_unique<AllreduceStep>(rank); }
 
 }  // namespace trainbench::worker

@@ -10,7 +10,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,13 +53,14 @@ class GradScaler {
   GradScaler() : GradScaler(Options{}) {}
   explicit GradScaler(const Options& o) : options_(o), scale_(o.init_scale) {}
 
-  /// amp-fp16 gets a scaler. TRAINBENCH_TEST_LOSS_SCALE=<initial scale> (tests only) forces one
-  /// on any precision, so that the CPU build's tests can drive the skip/back-off path.
-  static std::optional<GradScaler> for_precision(Precision precision) {
-    if (const char* forced = std::getenv("TRAINBENCH_TEST_LOSS_SCALE"); forced && *forced) {
+  /// amp-fp16 gets a scaler. A test's RunConfig option `test.loss_scale` (> 0: the initial
+  /// scale) forces one on any precision, so that the CPU build's tests can drive the
+  /// skip/back-off path.
+  static std::optional<GradScaler> for_run(Precision precision, double test_loss_scale) {
+    if (test_loss_scale != 0) {
+      if (!(test_loss_scale > 0)) throw ConfigError("testOptions.lossScale must be a positive number");
       Options o;
-      o.init_scale = std::strtod(forced, nullptr);
-      if (!(o.init_scale > 0)) throw ConfigError("TRAINBENCH_TEST_LOSS_SCALE must be a positive number");
+      o.init_scale = test_loss_scale;
       return GradScaler(o);
     }
     if (precision == Precision::kAmpFp16) return GradScaler();

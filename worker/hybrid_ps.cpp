@@ -21,7 +21,10 @@
 #include "core/run_result.hpp"
 #include "worker/environment_info.hpp"
 #include "worker/models_lm.hpp"
+#include "worker/paradigms.hpp"
 #include "worker/process_group.hpp"
+#include "worker/rank_context.hpp"
+#include "worker/step.hpp"
 #include "worker/system_probe.hpp"
 #include "worker/torch_compat.hpp"
 #include "worker/train_common.hpp"
@@ -47,17 +50,6 @@ enum class Msg : int { kCount = 0, kIds = 1, kSums = 2, kGrad = 3 };
 constexpr int kTagBase = 7000;
 
 int tag(Msg m, std::int64_t step) { return kTagBase + 4 * static_cast<int>(step % 4) + static_cast<int>(m); }
-
-/// Server s owns rows [s*N/P, (s+1)*N/P) of every table.
-struct Sharding {
-  std::int64_t rows = 1;     ///< N = numEmbeddings
-  std::int64_t servers = 1;  ///< P
-  std::int64_t begin(std::int64_t s) const { return s * rows / servers; }
-  std::int64_t end(std::int64_t s) const { return (s + 1) * rows / servers; }
-  std::int64_t count(std::int64_t s) const { return end(s) - begin(s); }
-  /// The owner of each id: the largest s with floor(s*N/P) <= id, i.e. floor(((id+1)*P - 1) / N).
-  torch::Tensor owner(const torch::Tensor& ids) const { return torch::div((ids + 1) * servers - 1, rows, "floor"); }
-};
 
 /// Waits for `work`, naming `what` in its error (gloo's own say only "Connection closed by peer").
 void wait_for(PendingCollective& work, const std::string& what) {
@@ -209,7 +201,9 @@ class Receiver {
 
 Role role_of(int rank, const RunConfig& c) { return rank < c.world_size() ? Role::kTrainer : Role::kParameterServer; }
 
-void validate(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
+}  // namespace
+
+void validate_hybrid_ps(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   auto fail = [](const std::string& m) { throw ConfigError("run config: " + m); };
   if (c.model != "hybrid-embedding") fail("paradigm hybrid-ps needs model hybrid-embedding, got '" + c.model + "'");
   if (c.device != Device::kCpu || c.backend != Backend::kGloo) {
@@ -219,8 +213,9 @@ void validate(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   if (c.precision != Precision::kFp32) {
     fail("paradigm hybrid-ps trains in fp32 only, got '" + to_string(c.precision) + "'");
   }
-  if (c.optimizer != Optimizer::kSgd)
+  if (c.optimizer != Optimizer::kSgd) {
     fail("paradigm hybrid-ps needs optimizer sgd, got '" + to_string(c.optimizer) + "'");
+  }
   if (c.parameter_servers < 1) fail("paradigm hybrid-ps needs parameterServers >= 1");
   if (c.parameter_servers > c.hybrid_embedding.num_embeddings) {
     fail("parameterServers (" + std::to_string(c.parameter_servers) + ") must be <= numEmbeddings (" +
@@ -251,15 +246,7 @@ void validate(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   }
 }
 
-/// TRAINBENCH_HYBRID_PS_FAULT_RANK=R (test hook): rank R kills itself with SIGKILL at the start
-/// of its first measured step. -1: none.
-int fault_rank() {
-  const char* f = std::getenv("TRAINBENCH_HYBRID_PS_FAULT_RANK");  // NOLINT(concurrency-mt-unsafe)
-  if (f == nullptr || *f == '\0') return -1;
-  const auto r = parse_int(f);
-  if (!r || *r < 0) throw ConfigError(std::string("TRAINBENCH_HYBRID_PS_FAULT_RANK must be a rank, got '") + f + "'");
-  return *r;
-}
+namespace {
 
 /// The peak memory of a hybrid-ps rank counts from the start of training: every rank first built
 /// the whole model (so a server's rows are exactly the single-process model's), then dropped
@@ -285,189 +272,118 @@ std::int64_t parameter_count(const std::vector<torch::Tensor>& params) {
   return n;
 }
 
-void check_loss(double loss, std::int64_t step) {
-  if (!std::isfinite(loss)) {
-    std::ostringstream msg;
-    msg << "loss is not finite (" << loss << ") at step " << step;
-    throw std::runtime_error(msg.str());
-  }
+/// Every rank's record has room for a server's per-request lists (T lookups per step).
+RecordShape hybrid_record_shape(const RunConfig& c) {
+  const auto steps = static_cast<std::size_t>(c.measure_steps);
+  return RecordShape{static_cast<std::size_t>(c.repeats), steps, steps * static_cast<std::size_t>(c.world_size())};
 }
 
-// ---------------------------------------------------------------- measurements and gather
-
-/// One rank's row of the end-of-run all-gather (the same width on every rank).
-struct Row {
-  enum : std::size_t {
-    kRole,
-    kRank,
-    kNode,
-    kLocal,
-    kPeak,
-    kInitialLoss,
-    kFinalLoss,
-    kOptimizerState,
-    kParameters,
-    kRows,
-    kLookups,
-    kHeader
-  };
-  static std::size_t width(const RunConfig& c) {
-    const std::size_t measured = static_cast<std::size_t>(c.repeats) * static_cast<std::size_t>(c.measure_steps);
-    return kHeader + measured + 2 * measured * static_cast<std::size_t>(c.world_size());
-  }
-};
-
-struct Measurements {
-  std::vector<std::vector<double>> step_seconds;     ///< trainers: step; servers: update
-  std::vector<std::vector<double>> service_seconds;  ///< servers: [repeat][request]
-  std::vector<std::vector<double>> queue_seconds;
-  double initial_loss = 0;
-  double final_loss = 0;
-  std::int64_t optimizer_state_bytes = 0;
-  std::int64_t parameters = 0;
-  std::int64_t rows = 0;
-  std::int64_t lookups = 0;
-  std::int64_t peak_memory = 0;
-};
-
-/// Every rank sends its row to every rank; trainer 0 builds the RunResult and hands it over.
-void gather_and_report(Communicator& comm, const RankEnv& env, const RunConfig& c, const WorkerOptions& o,
-                       const Measurements& m, bool server, std::int64_t model_parameters, int bucket_count,
-                       RunStore* store) {
-  const std::size_t width = Row::width(c);
-  const std::size_t measured = static_cast<std::size_t>(c.repeats) * static_cast<std::size_t>(c.measure_steps);
-  const std::size_t per_request = measured * static_cast<std::size_t>(c.world_size());
-  std::vector<double> row(width, 0.0);
-  row[Row::kRole] = server ? 1 : 0;
-  row[Row::kRank] = env.rank;
-  row[Row::kNode] = env.node_rank;
-  row[Row::kLocal] = env.local_rank;
-  row[Row::kPeak] = static_cast<double>(m.peak_memory);
-  row[Row::kInitialLoss] = m.initial_loss;
-  row[Row::kFinalLoss] = m.final_loss;
-  row[Row::kOptimizerState] = static_cast<double>(m.optimizer_state_bytes);
-  row[Row::kParameters] = static_cast<double>(m.parameters);
-  row[Row::kRows] = static_cast<double>(m.rows);
-  row[Row::kLookups] = static_cast<double>(m.lookups);
-  std::size_t pos = Row::kHeader;
-  for (const auto& rep : m.step_seconds) {
-    for (double v : rep) row[pos++] = v;
-  }
-  pos = Row::kHeader + measured;
-  for (const auto& rep : m.service_seconds) {
-    for (double v : rep) row[pos++] = v;
-  }
-  pos = Row::kHeader + measured + per_request;
-  for (const auto& rep : m.queue_seconds) {
-    for (double v : rep) row[pos++] = v;
-  }
-  const torch::Tensor all =
-      comm.allgather(torch::tensor(row, torch::TensorOptions().dtype(torch::kDouble))).contiguous();
-  if (env.rank != 0) {
-    if (store) store->add(kFinishedKey, 1);
-    return;
-  }
-
-  RunResult result;
-  result.run_index = c.index;
-  result.world_size = c.world_size();
+/// The run-level result fields of every hybrid-ps rank (rank 0, a trainer, writes them).
+void describe_hybrid_run(RunResult& result, const RunConfig& c, std::int64_t model_parameters, int bucket_count) {
   result.parameter_count = model_parameters;
   result.ddp_bucket_count = bucket_count;
   result.optimizer = to_string(c.optimizer);
   result.micro_batches = 1;
-  result.environment = environment_info(c, torch::Device(torch::kCPU));
-  const double* data = all.data_ptr<double>();
-  const std::size_t per_repeat = static_cast<std::size_t>(c.measure_steps);
-  const std::size_t requests_per_repeat = per_repeat * static_cast<std::size_t>(c.world_size());
-  for (std::int64_t k = 0; k < all.size(0); ++k) {
-    const double* x = data + static_cast<std::size_t>(k) * width;
-    auto lists = [&](std::size_t offset, std::size_t each) {
-      std::vector<std::vector<double>> out;
-      for (int r = 0; r < c.repeats; ++r) {
-        const double* b = x + offset + static_cast<std::size_t>(r) * each;
-        out.emplace_back(b, b + each);
-      }
-      return out;
-    };
-    if (x[Row::kRole] == 0) {
-      RankResult rr;
-      rr.rank = static_cast<int>(x[Row::kRank]);
-      rr.node_rank = static_cast<int>(x[Row::kNode]);
-      rr.local_rank = static_cast<int>(x[Row::kLocal]);
-      rr.peak_memory_bytes = static_cast<std::int64_t>(x[Row::kPeak]);
-      rr.initial_loss = x[Row::kInitialLoss];
-      rr.final_loss = x[Row::kFinalLoss];
-      rr.optimizer_state_bytes = static_cast<std::int64_t>(x[Row::kOptimizerState]);
-      rr.parameter_count = static_cast<std::int64_t>(x[Row::kParameters]);
-      rr.step_seconds = lists(Row::kHeader, per_repeat);
-      result.ranks.push_back(std::move(rr));
-    } else {
-      ServerResult sr;
-      sr.rank = static_cast<int>(x[Row::kRank]);
-      sr.server = sr.rank - c.world_size();
-      sr.rows = static_cast<std::int64_t>(x[Row::kRows]);
-      sr.lookups = static_cast<std::int64_t>(x[Row::kLookups]);
-      sr.update_seconds = lists(Row::kHeader, per_repeat);
-      sr.lookup_service_seconds = lists(Row::kHeader + measured, requests_per_repeat);
-      sr.lookup_queue_seconds = lists(Row::kHeader + measured + per_request, requests_per_repeat);
-      sr.peak_memory_bytes = static_cast<std::int64_t>(x[Row::kPeak]);
-      result.servers.push_back(std::move(sr));
-    }
-  }
-  hand_over_result(to_json(result).dump(2) + "\n", store, o.result_file);
 }
 
 // ---------------------------------------------------------------- trainer
 
-Measurements run_trainer(const RankEnv& env, const RunConfig& c, const WorkerOptions& o, Communicator& comm,
-                         HybridEmbeddingModel& model, int fault, int& bucket_count, WorkerMetrics* metrics) {
-  const int T = c.world_size();
-  const int P = c.parameter_servers;
-  const HybridEmbeddingSpec& h = c.hybrid_embedding;
-  const std::int64_t B = c.batch_size_per_device;
-  const std::int64_t tables = h.num_tables;
-  const std::int64_t D = h.embedding_dim;
-  const Sharding sharding{h.num_embeddings, P};
-
-  // The dense part is replicated with DDP over the trainers only (servers are not members).
-  std::vector<int> members;
-  for (int t = 0; t < T; ++t) members.push_back(t);
-  std::unique_ptr<Communicator> trainers = comm.subgroup("trainbench/hybrid-ps/trainers/", members);
-  const std::vector<torch::Tensor> params = model.dense()->parameters();
-  const std::unique_ptr<DdpReducer> reducer = make_ddp_reducer(params, model.dense()->buffers(), *trainers, c);
-  bucket_count = static_cast<int>(reducer->bucket_count());
-  const std::unique_ptr<StepOptimizer> optimizer = make_optimizer(c.optimizer, c.learning_rate, params);
-  const SyntheticBatch batch = rank_batch(model, c, env.rank);
-  {
-    torch::NoGradGuard no_grad;  // the tables live on the servers
-    for (const auto& table : model.tables()) table->weight.set_data(torch::empty({0, D}));
+class HybridTrainerStep final : public Step {
+ public:
+  HybridTrainerStep(RankContext& rank, std::shared_ptr<HybridEmbeddingModel> model, std::int64_t model_parameters)
+      : Step(rank), comm_(rank.comm()), model_(std::move(model)), model_parameters_(model_parameters) {
+    const RunConfig& c = rank.config;
+    const HybridEmbeddingSpec& h = c.hybrid_embedding;
+    // The dense part is replicated with DDP over the trainers only (servers are not members).
+    std::vector<int> members;
+    for (int t = 0; t < c.world_size(); ++t) members.push_back(t);
+    trainers_ = comm_.subgroup("trainbench/hybrid-ps/trainers/", members);
+    params_ = model_->dense()->parameters();
+    reducer_ = make_ddp_reducer(params_, model_->dense()->buffers(), *trainers_, c);
+    optimizer_ = make_optimizer(c.optimizer, c.learning_rate, params_);
+    batch_ = rank_batch(*model_, c, rank.env.rank);
+    {
+      torch::NoGradGuard no_grad;  // the tables live on the servers
+      for (const auto& table : model_->tables()) table->weight.set_data(torch::empty({0, h.embedding_dim}));
+    }
+    ids_ = batch_.inputs.contiguous().reshape({-1});  // [B * tables * bag]
+    // element -> its bag (example * tables + table) and its table
+    bag_of_ = torch::div(torch::arange(ids_.numel(), torch::kLong), h.bag_size, "floor");
+    table_of_ = torch::remainder(bag_of_, h.num_tables);
+    restart_peak_memory();
   }
-  const torch::Tensor ids = batch.inputs.contiguous().reshape({-1});  // [B * tables * bag]
-  // element -> its bag (example * tables + table) and its table
-  const torch::Tensor bag_of = torch::div(torch::arange(ids.numel(), torch::kLong), h.bag_size, "floor");
-  const torch::Tensor table_of = torch::remainder(bag_of, tables);
-  const std::int64_t allreduce_bytes = T > 1 ? reducer->bytes_per_step() : 0;
-  restart_peak_memory();
 
-  double last_communication = 0;
-  double last_loss = 0;
-  auto step = [&](std::int64_t s) -> double {
+  StepTiming run_step(const StepContext& step) override {
+    const std::int64_t s = step.index;
     const auto t0 = Clock::now();
-    // Lookups: each server gets the ids it owns, as (bag, table * its rows + local row).
-    const torch::Tensor owner = sharding.owner(ids);
+    const torch::Tensor features = lookup(s).reshape({batch_size(), tables() * dim()}).requires_grad_(true);
+    reducer_->zero_grad();
+    reducer_->prepare_for_backward();
+    const torch::Tensor loss = torch::nn::functional::cross_entropy(model_->dense_forward(features), batch_.targets);
+    loss.backward();
+    const auto w0 = Clock::now();
+    try {
+      reducer_->finish_backward();
+    } catch (const std::exception& e) {
+      throw std::runtime_error("all-reduce of the dense gradients among the trainers (step " + std::to_string(s + 1) +
+                               "): " + e.what());
+    }
+    const double communication = seconds_between(w0, Clock::now());
+    // The features' gradient to every server, which turns it into its rows' gradients.
+    const torch::Tensor grad = features.grad().reshape({batch_size() * tables(), dim()}).contiguous();
+    const int T = trainer_count();
+    const int P = rank_.config.parameter_servers;
+    std::vector<PendingCollective> grad_sends;
+    for (int srv = 0; srv < P; ++srv) grad_sends.push_back(comm_.send(grad, T + srv, tag(Msg::kGrad, s)));
+    optimizer_->step();
+    for (int srv = 0; srv < P; ++srv) {
+      wait_for(grad_sends[static_cast<std::size_t>(srv)],
+               "sending the gradient of step " + std::to_string(s + 1) + " to " + server_name(srv, T));
+    }
+    const auto t1 = Clock::now();
+    return StepTiming{seconds_between(t0, t1), communication, loss.item<double>()};
+  }
+
+  void finish(RankRecord& record) override {
+    record.optimizer_state_bytes = optimizer_->state_bytes();
+    record.parameter_count = parameter_count(params_);
+  }
+  void describe(RunResult& result) const override {
+    describe_hybrid_run(result, rank_.config, model_parameters_, static_cast<int>(reducer_->bucket_count()));
+  }
+  RecordShape record_shape() const override { return hybrid_record_shape(rank_.config); }
+  std::optional<Role> metrics_role() const override { return Role::kTrainer; }
+  std::int64_t allreduce_bytes_per_step() const override {
+    return trainer_count() > 1 ? reducer_->bytes_per_step() : 0;
+  }
+  std::vector<at::Tensor> dumped_parameters() const override { return params_; }
+
+ private:
+  int trainer_count() const { return rank_.config.world_size(); }
+  std::int64_t batch_size() const { return rank_.config.batch_size_per_device; }
+  std::int64_t tables() const { return rank_.config.hybrid_embedding.num_tables; }
+  std::int64_t dim() const { return rank_.config.hybrid_embedding.embedding_dim; }
+
+  /// Step s's lookups: each server gets the ids it owns, as (bag, table * its rows + local row),
+  /// and answers with its partial bag sums; returns their sum [B * tables, D].
+  torch::Tensor lookup(std::int64_t s) {
+    const int T = trainer_count();
+    const int P = rank_.config.parameter_servers;
+    const RowSharding sharding{rank_.config.hybrid_embedding.num_embeddings, P};
+    const torch::Tensor owner = sharding.owner(ids_);
     std::vector<PendingCollective> sends;
     std::vector<PendingCollective> recvs;
     std::vector<torch::Tensor> sums;
     for (int srv = 0; srv < P; ++srv) {
       const torch::Tensor sel = (owner == srv).nonzero().reshape({-1});
       const torch::Tensor rows =
-          ids.index_select(0, sel) - sharding.begin(srv) + table_of.index_select(0, sel) * sharding.count(srv);
-      const torch::Tensor payload = torch::stack({bag_of.index_select(0, sel), rows}, 1).contiguous();
+          ids_.index_select(0, sel) - sharding.begin(srv) + table_of_.index_select(0, sel) * sharding.count(srv);
+      const torch::Tensor payload = torch::stack({bag_of_.index_select(0, sel), rows}, 1).contiguous();
       const std::int64_t n = payload.size(0);
-      sends.push_back(comm.send(torch::full({1}, n, torch::kLong), T + srv, tag(Msg::kCount, s)));
-      if (n > 0) sends.push_back(comm.send(payload, T + srv, tag(Msg::kIds, s)));
-      sums.push_back(torch::empty({B * tables, D}));
-      recvs.push_back(comm.recv(sums.back(), T + srv, tag(Msg::kSums, s)));
+      sends.push_back(comm_.send(torch::full({1}, n, torch::kLong), T + srv, tag(Msg::kCount, s)));
+      if (n > 0) sends.push_back(comm_.send(payload, T + srv, tag(Msg::kIds, s)));
+      sums.push_back(torch::empty({batch_size() * tables(), dim()}));
+      recvs.push_back(comm_.recv(sums.back(), T + srv, tag(Msg::kSums, s)));
     }
     for (int srv = 0; srv < P; ++srv) {
       wait_for(recvs[static_cast<std::size_t>(srv)],
@@ -476,146 +392,127 @@ Measurements run_trainer(const RankEnv& env, const RunConfig& c, const WorkerOpt
     for (auto& w : sends) wait_for(w, "sending the ids of step " + std::to_string(s + 1) + " to the parameter servers");
     torch::Tensor features = sums[0];
     for (int srv = 1; srv < P; ++srv) features = features + sums[static_cast<std::size_t>(srv)];
-    features = features.reshape({B, tables * D}).requires_grad_(true);
-
-    reducer->zero_grad();
-    reducer->prepare_for_backward();
-    const torch::Tensor loss = torch::nn::functional::cross_entropy(model.dense_forward(features), batch.targets);
-    loss.backward();
-    const auto w0 = Clock::now();
-    try {
-      reducer->finish_backward();
-    } catch (const std::exception& e) {
-      throw std::runtime_error("all-reduce of the dense gradients among the trainers (step " + std::to_string(s + 1) +
-                               "): " + e.what());
-    }
-    last_communication = seconds_between(w0, Clock::now());
-    // The features' gradient to every server, which turns it into its rows' gradients.
-    const torch::Tensor grad = features.grad().reshape({B * tables, D}).contiguous();
-    std::vector<PendingCollective> grad_sends;
-    for (int srv = 0; srv < P; ++srv) grad_sends.push_back(comm.send(grad, T + srv, tag(Msg::kGrad, s)));
-    optimizer->step();
-    for (int srv = 0; srv < P; ++srv) {
-      wait_for(grad_sends[static_cast<std::size_t>(srv)],
-               "sending the gradient of step " + std::to_string(s + 1) + " to " + server_name(srv, T));
-    }
-    const auto t1 = Clock::now();
-    last_loss = loss.item<double>();
-    check_loss(last_loss, s + 1);
-    return seconds_between(t0, t1);
-  };
-
-  Measurements m;
-  const bool report_progress = env.rank == 0 && !o.progress_file.empty();
-  auto observe = [&](double sec, bool measured) {
-    if (!metrics) return;
-    metrics->observe_step(sec, last_communication, c.batch_size_per_device, allreduce_bytes, measured);
-    metrics->refresh_process();
-  };
-  std::int64_t s = 0;
-  for (int w = 1; w <= c.warmup_steps; ++w, ++s) {
-    const double sec = step(s);
-    observe(sec, false);
-    if (report_progress) write_progress(o.progress_file, "warmup", 0, c.repeats, w, c.warmup_steps, sec);
+    return features;
   }
-  m.step_seconds.resize(static_cast<std::size_t>(c.repeats));
-  for (int r = 1; r <= c.repeats; ++r) {
-    auto& times = m.step_seconds[static_cast<std::size_t>(r - 1)];
-    for (int k = 1; k <= c.measure_steps; ++k, ++s) {
-      if (s == c.warmup_steps && env.rank == fault) std::raise(SIGKILL);
-      times.push_back(step(s));
-      if (r == 1 && k == 1) m.initial_loss = last_loss;
-      observe(times.back(), true);
-      if (report_progress) write_progress(o.progress_file, "measure", r, c.repeats, k, c.measure_steps, times.back());
-    }
-  }
-  m.final_loss = last_loss;
-  m.optimizer_state_bytes = optimizer->state_bytes();
-  m.parameters = parameter_count(params);
-  m.peak_memory = peak_rss_bytes();
-  if (!o.dump_params_prefix.empty()) dump_parameters(o.dump_params_prefix, env.rank, params);
-  return m;
-}
+
+  Communicator& comm_;
+  std::shared_ptr<HybridEmbeddingModel> model_;
+  std::int64_t model_parameters_ = 0;
+  std::unique_ptr<Communicator> trainers_;
+  std::vector<torch::Tensor> params_;  ///< the dense part's
+  std::unique_ptr<DdpReducer> reducer_;
+  std::unique_ptr<StepOptimizer> optimizer_;
+  SyntheticBatch batch_;
+  torch::Tensor ids_, bag_of_, table_of_;
+};
 
 // ---------------------------------------------------------------- server
 
-Measurements run_server(const RankEnv& env, const RunConfig& c, const WorkerOptions& o, Communicator& comm,
-                        std::shared_ptr<HybridEmbeddingModel>& model, int fault) {
-  const int T = c.world_size();
-  const int server = env.rank - T;
-  const HybridEmbeddingSpec& h = c.hybrid_embedding;
-  const std::int64_t B = c.batch_size_per_device;
-  const std::int64_t tables = h.num_tables;
-  const std::int64_t D = h.embedding_dim;
-  const Sharding sharding{h.num_embeddings, c.parameter_servers};
-  const std::int64_t mine = sharding.count(server);
-
-  // This server's rows of every table, table after table: [tables * mine, D].
-  torch::Tensor shard;
-  {
-    torch::NoGradGuard no_grad;
-    std::vector<torch::Tensor> parts;
-    for (const auto& table : model->tables()) parts.push_back(table->weight.narrow(0, sharding.begin(server), mine));
-    shard = torch::cat(parts, 0).contiguous();
+class HybridServerStep final : public Step {
+ public:
+  HybridServerStep(RankContext& rank, std::shared_ptr<HybridEmbeddingModel> model, std::int64_t model_parameters)
+      : Step(rank),
+        comm_(rank.comm()),
+        model_parameters_(model_parameters),
+        server_(rank.env.rank - rank.config.world_size()),
+        sharding_{rank.config.hybrid_embedding.num_embeddings, rank.config.parameter_servers} {
+    const RunConfig& c = rank.config;
+    const std::int64_t mine = sharding_.count(server_);
+    // This server's rows of every table, table after table: [tables * mine, D].
+    {
+      torch::NoGradGuard no_grad;
+      std::vector<torch::Tensor> parts;
+      for (const auto& table : model->tables())
+        parts.push_back(table->weight.narrow(0, sharding_.begin(server_), mine));
+      shard_ = torch::cat(parts, 0).contiguous();
+    }
+    model.reset();  // the rest of the model lives elsewhere
+    restart_peak_memory();
+    const std::int64_t steps =
+        static_cast<std::int64_t>(c.warmup_steps) + static_cast<std::int64_t>(c.repeats) * c.measure_steps;
+    const std::int64_t max_ids = c.batch_size_per_device * c.hybrid_embedding.num_tables * c.hybrid_embedding.bag_size;
+    receiver_ = std::make_unique<Receiver>(comm_, queue_, c.world_size(), steps, max_ids);
+    service_seconds_.resize(static_cast<std::size_t>(c.repeats));
+    queue_seconds_.resize(static_cast<std::size_t>(c.repeats));
   }
-  model.reset();  // the rest of the model lives elsewhere
-  restart_peak_memory();
 
-  const std::int64_t steps =
-      static_cast<std::int64_t>(c.warmup_steps) + static_cast<std::int64_t>(c.repeats) * c.measure_steps;
-  const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(c.collective_timeout_seconds) * 1000);
-  const double scale = -c.learning_rate / T;  // the gradients' average over the trainers, as DDP's
-  RequestQueue queue;
-  Receiver receiver(comm, queue, T, steps, B * tables * h.bag_size);
-
-  Measurements m;
-  m.step_seconds.resize(static_cast<std::size_t>(c.repeats));
-  m.service_seconds.resize(static_cast<std::size_t>(c.repeats));
-  m.queue_seconds.resize(static_cast<std::size_t>(c.repeats));
-  for (std::int64_t s = 0; s < steps; ++s) {
-    if (s == c.warmup_steps && env.rank == fault) std::raise(SIGKILL);
-    const bool measured = s >= c.warmup_steps;
-    const std::size_t repeat = measured ? static_cast<std::size_t>((s - c.warmup_steps) / c.measure_steps) : 0;
+  StepTiming run_step(const StepContext& step) override {
+    const std::int64_t s = step.index;
+    const int T = rank_.config.world_size();
     // The step's gradients, posted now, applied after every lookup of the step was served.
     std::vector<torch::Tensor> grads;
     std::vector<PendingCollective> grad_recvs;
     for (int t = 0; t < T; ++t) {
-      grads.push_back(torch::empty({B * tables, D}));
-      grad_recvs.push_back(comm.recv(grads.back(), t, tag(Msg::kGrad, s)));
+      grads.push_back(torch::empty({rows_per_request(), dim()}));
+      grad_recvs.push_back(comm_.recv(grads.back(), t, tag(Msg::kGrad, s)));
     }
     std::vector<torch::Tensor> requested(static_cast<std::size_t>(T));
-    for (int k = 0; k < T; ++k) {
-      Request r = queue.pop(timeout, s);
-      if (r.step != s)
-        throw std::logic_error("request of step " + std::to_string(r.step + 1) + " served in step " +
-                               std::to_string(s + 1));
-      const auto start = Clock::now();
-      const torch::Tensor bags = r.ids.select(1, 0);
-      const torch::Tensor rows = r.ids.select(1, 1);
-      if (rows.numel() > 0 &&
-          (rows.min().item<std::int64_t>() < 0 || rows.max().item<std::int64_t>() >= tables * mine ||
-           bags.min().item<std::int64_t>() < 0 || bags.max().item<std::int64_t>() >= B * tables)) {
-        throw std::runtime_error("rank " + std::to_string(r.source) + " asked for rows this server does not own");
-      }
-      torch::Tensor sums = torch::zeros({B * tables, D});
-      sums.index_add_(0, bags, shard.index_select(0, rows));
-      PendingCollective sent = comm.send(sums, r.source, tag(Msg::kSums, s));
-      wait_for(sent, "sending the lookup of step " + std::to_string(s + 1) + " to trainer " + std::to_string(r.source));
-      const auto end = Clock::now();
-      if (measured) {
-        m.service_seconds[repeat].push_back(seconds_between(start, end));
-        m.queue_seconds[repeat].push_back(seconds_between(r.arrival, start));
-        ++m.lookups;
-      }
-      requested[static_cast<std::size_t>(r.source)] = r.ids;
-    }
+    for (int k = 0; k < T; ++k) serve(step, requested);
     for (int t = 0; t < T; ++t) {
       wait_for(grad_recvs[static_cast<std::size_t>(t)],
                "receiving the gradient of step " + std::to_string(s + 1) + " from trainer " + std::to_string(t));
     }
-    // Synchronous update, in trainer order: each touched row once, with the sum of its
-    // gradients over the trainers' bags (plain SGD on the average over trainers).
     const auto u0 = Clock::now();
+    update(requested, grads);
+    return StepTiming{seconds_between(u0, Clock::now()), 0, std::nullopt};
+  }
+
+  void finish(RankRecord& record) override {
+    receiver_->join();
+    record.role = RankRecord::Role::ParameterServer;
+    record.rows = shard_.size(0);
+    record.parameter_count = shard_.numel();
+    record.lookups = lookups_;
+    record.service_seconds = service_seconds_;
+    record.queue_seconds = queue_seconds_;
+  }
+  void describe(RunResult& result) const override { describe_hybrid_run(result, rank_.config, model_parameters_, 0); }
+  RecordShape record_shape() const override { return hybrid_record_shape(rank_.config); }
+  std::vector<at::Tensor> dumped_parameters() const override { return {shard_}; }
+
+ private:
+  std::int64_t rows_per_request() const {
+    return rank_.config.batch_size_per_device * rank_.config.hybrid_embedding.num_tables;
+  }
+  std::int64_t dim() const { return rank_.config.hybrid_embedding.embedding_dim; }
+
+  /// Serves the next lookup request of the step: its partial bag sums back to its trainer.
+  void serve(const StepContext& step, std::vector<torch::Tensor>& requested) {
+    const std::int64_t s = step.index;
+    const auto timeout =
+        std::chrono::milliseconds(static_cast<std::int64_t>(rank_.config.collective_timeout_seconds) * 1000);
+    Request r = queue_.pop(timeout, s);
+    if (r.step != s) {
+      throw std::logic_error("request of step " + std::to_string(r.step + 1) + " served in step " +
+                             std::to_string(s + 1));
+    }
+    const auto start = Clock::now();
+    const torch::Tensor bags = r.ids.select(1, 0);
+    const torch::Tensor rows = r.ids.select(1, 1);
+    if (rows.numel() > 0 &&
+        (rows.min().item<std::int64_t>() < 0 || rows.max().item<std::int64_t>() >= shard_.size(0) ||
+         bags.min().item<std::int64_t>() < 0 || bags.max().item<std::int64_t>() >= rows_per_request())) {
+      throw std::runtime_error("rank " + std::to_string(r.source) + " asked for rows this server does not own");
+    }
+    torch::Tensor sums = torch::zeros({rows_per_request(), dim()});
+    sums.index_add_(0, bags, shard_.index_select(0, rows));
+    PendingCollective sent = comm_.send(sums, r.source, tag(Msg::kSums, s));
+    wait_for(sent, "sending the lookup of step " + std::to_string(s + 1) + " to trainer " + std::to_string(r.source));
+    const auto end = Clock::now();
+    if (step.measured) {
+      const auto repeat = static_cast<std::size_t>(step.repeat);
+      service_seconds_[repeat].push_back(seconds_between(start, end));
+      queue_seconds_[repeat].push_back(seconds_between(r.arrival, start));
+      ++lookups_;
+    }
+    requested[static_cast<std::size_t>(r.source)] = r.ids;
+  }
+
+  /// Synchronous update, in trainer order: each touched row once, with the sum of its
+  /// gradients over the trainers' bags (plain SGD on the average over trainers, as DDP's).
+  void update(const std::vector<torch::Tensor>& requested, const std::vector<torch::Tensor>& grads) {
+    const int T = rank_.config.world_size();
+    const double scale = -rank_.config.learning_rate / T;
     std::vector<torch::Tensor> rows, values;
     for (int t = 0; t < T; ++t) {
       const torch::Tensor& req = requested[static_cast<std::size_t>(t)];
@@ -623,114 +520,94 @@ Measurements run_server(const RankEnv& env, const RunConfig& c, const WorkerOpti
       rows.push_back(req.select(1, 1));
       values.push_back(grads[static_cast<std::size_t>(t)].index_select(0, req.select(1, 0)));
     }
-    if (!rows.empty()) {
-      const torch::Tensor all_rows = torch::cat(rows);
-      const auto unique = torch::_unique(all_rows, /*sorted=*/true, /*return_inverse=*/true);
-      const torch::Tensor& touched = std::get<0>(unique);
-      torch::Tensor row_grads = torch::zeros({touched.size(0), D});
-      row_grads.index_add_(0, std::get<1>(unique), torch::cat(values));
-      shard.index_add_(0, touched, row_grads, scale);
-    }
-    const auto u1 = Clock::now();
-    if (measured) m.step_seconds[repeat].push_back(seconds_between(u0, u1));
+    if (rows.empty()) return;
+    const torch::Tensor all_rows = torch::cat(rows);
+    const auto unique = torch::_unique(all_rows, /*sorted=*/true, /*return_inverse=*/true);
+    const torch::Tensor& touched = std::get<0>(unique);
+    torch::Tensor row_grads = torch::zeros({touched.size(0), dim()});
+    row_grads.index_add_(0, std::get<1>(unique), torch::cat(values));
+    shard_.index_add_(0, touched, row_grads, scale);
   }
-  receiver.join();
-  m.rows = shard.size(0);
-  m.parameters = shard.numel();
-  m.peak_memory = peak_rss_bytes();
-  if (!o.dump_params_prefix.empty()) dump_parameters(o.dump_params_prefix, env.rank, {shard});
-  return m;
-}
+
+  Communicator& comm_;
+  std::int64_t model_parameters_ = 0;
+  int server_ = 0;
+  RowSharding sharding_;
+  torch::Tensor shard_;
+  RequestQueue queue_;
+  std::unique_ptr<Receiver> receiver_;  ///< after queue_: stopped before it goes
+  std::vector<std::vector<double>> service_seconds_;
+  std::vector<std::vector<double>> queue_seconds_;
+  std::int64_t lookups_ = 0;
+};
 
 // ---------------------------------------------------------------- reference (test hook)
 
-void run_reference(const RunConfig& c, const WorkerOptions& o) {
-  const int world = o.reference_world_size;
-  std::shared_ptr<HybridEmbeddingModel> model = build_hybrid_model(c);
-  std::vector<torch::Tensor> xs, ys;
-  for (int r = 0; r < world; ++r) {
-    SyntheticBatch b = rank_batch(*model, c, r);
-    xs.push_back(b.inputs);
-    ys.push_back(b.targets);
-  }
-  const torch::Tensor inputs = torch::cat(xs);
-  const torch::Tensor targets = torch::cat(ys);
-  std::vector<torch::Tensor> table_params;
-  for (const auto& table : model->tables()) table_params.push_back(table->weight);
-  const std::vector<torch::Tensor> dense_params = model->dense()->parameters();
-  torch::optim::SGD tables_sgd(table_params, torch::optim::SGDOptions(c.learning_rate));  // no momentum
-  const std::unique_ptr<StepOptimizer> dense_optimizer = make_optimizer(c.optimizer, c.learning_rate, dense_params);
-  const std::vector<torch::Tensor> params = model->parameters();  // tables, then the dense part
-
-  RankResult rr;
-  double loss_value = 0;
-  const std::int64_t steps =
-      static_cast<std::int64_t>(c.warmup_steps) + static_cast<std::int64_t>(c.repeats) * c.measure_steps;
-  rr.step_seconds.resize(static_cast<std::size_t>(c.repeats));
-  for (std::int64_t s = 0; s < steps; ++s) {
-    const auto t0 = Clock::now();
-    for (auto p : params) p.mutable_grad() = torch::Tensor();
-    const torch::Tensor loss = model->loss(inputs, targets);
-    loss.backward();
-    tables_sgd.step();
-    dense_optimizer->step();
-    const auto t1 = Clock::now();
-    loss_value = loss.item<double>();
-    check_loss(loss_value, s + 1);
-    if (s >= c.warmup_steps) {
-      const std::int64_t k = s - c.warmup_steps;
-      rr.step_seconds[static_cast<std::size_t>(k / c.measure_steps)].push_back(seconds_between(t0, t1));
-      if (k == 0) rr.initial_loss = loss_value;
+/// TRAINBENCH_REFERENCE_WORLD_SIZE=W, one process: the whole model trains on the batches of
+/// trainers 0..W-1 concatenated, tables with plain SGD and the dense part with the run's optimizer.
+class HybridReferenceStep final : public Step {
+ public:
+  explicit HybridReferenceStep(RankContext& rank) : Step(rank), model_(build_hybrid_model(rank.config)) {
+    const RunConfig& c = rank.config;
+    std::vector<torch::Tensor> xs, ys;
+    for (int r = 0; r < rank.options.reference_world_size; ++r) {
+      SyntheticBatch b = rank_batch(*model_, c, r);
+      xs.push_back(b.inputs);
+      ys.push_back(b.targets);
     }
+    inputs_ = torch::cat(xs);
+    targets_ = torch::cat(ys);
+    std::vector<torch::Tensor> table_params;
+    for (const auto& table : model_->tables()) table_params.push_back(table->weight);
+    tables_sgd_ = std::make_unique<torch::optim::SGD>(table_params, torch::optim::SGDOptions(c.learning_rate));
+    dense_optimizer_ = make_optimizer(c.optimizer, c.learning_rate, model_->dense()->parameters());
+    params_ = model_->parameters();  // tables, then the dense part
   }
-  rr.final_loss = loss_value;
-  rr.parameter_count = parameter_count(params);
-  rr.optimizer_state_bytes = dense_optimizer->state_bytes();
-  rr.peak_memory_bytes = peak_rss_bytes();
-  if (!o.dump_params_prefix.empty()) dump_parameters(o.dump_params_prefix, 0, params);
-  RunResult result;
-  result.run_index = c.index;
-  result.world_size = 1;
-  result.parameter_count = rr.parameter_count;
-  result.optimizer = to_string(c.optimizer);
-  result.environment = environment_info(c, torch::Device(torch::kCPU));
-  result.ranks.push_back(std::move(rr));
-  hand_over_result(to_json(result).dump(2) + "\n", nullptr, o.result_file);
-}
+
+  StepTiming run_step(const StepContext&) override {
+    const auto t0 = Clock::now();
+    for (auto p : params_) p.mutable_grad() = torch::Tensor();
+    const torch::Tensor loss = model_->loss(inputs_, targets_);
+    loss.backward();
+    tables_sgd_->step();
+    dense_optimizer_->step();
+    const auto t1 = Clock::now();
+    return StepTiming{seconds_between(t0, t1), 0, loss.item<double>()};
+  }
+
+  void finish(RankRecord& record) override {
+    record.parameter_count = parameter_count(params_);
+    record.optimizer_state_bytes = dense_optimizer_->state_bytes();
+  }
+  void describe(RunResult& result) const override {
+    result.world_size = 1;
+    result.parameter_count = parameter_count(params_);
+    result.optimizer = to_string(rank_.config.optimizer);
+  }
+  std::vector<at::Tensor> dumped_parameters() const override { return params_; }
+
+ private:
+  std::shared_ptr<HybridEmbeddingModel> model_;
+  torch::Tensor inputs_, targets_;
+  std::unique_ptr<torch::optim::SGD> tables_sgd_;  ///< no momentum
+  std::unique_ptr<StepOptimizer> dense_optimizer_;
+  std::vector<torch::Tensor> params_;
+};
 
 }  // namespace
 
-void run_hybrid_ps(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
-  validate(env, c, o);
-  set_rank_threads(c);
-  if (o.reference_world_size != 0) {
-    run_reference(c, o);
-    return;
-  }
-  const int fault = fault_rank();
-  const bool server = env.rank >= c.world_size();
-
-  std::unique_ptr<RunStore> store;
-  if (o.external_store) {
-    store = RunStore::connect(env.master_addr, env.master_port, std::chrono::seconds(c.collective_timeout_seconds));
-  }
+std::unique_ptr<Step> make_hybrid_ps_step(RankContext& rank) {
+  const RunConfig& c = rank.config;
+  if (rank.options.reference_world_size != 0) return std::make_unique<HybridReferenceStep>(rank);
   // One process group over the trainers and the servers: the lookups, the gradients and the
-  // final gather of results go through it.
-  std::unique_ptr<Communicator> comm = Communicator::create(env, c, store.get(), o.bind_address);
+  // final gather of records go through it.
+  rank.comm();
   std::shared_ptr<HybridEmbeddingModel> model = build_hybrid_model(c);
   const std::int64_t model_parameters = parameter_count(model->parameters());
-
-  std::unique_ptr<WorkerMetrics> metrics;
-  if (!server) metrics = serve_worker_metrics(env, c, o, Role::kTrainer, c.world_size());
-  int bucket_count = 0;
-  const Measurements m = server ? run_server(env, c, o, *comm, model, fault)
-                                : run_trainer(env, c, o, *comm, *model, fault, bucket_count, metrics.get());
-  gather_and_report(*comm, env, c, o, m, server, model_parameters, bucket_count, store.get());
-  if (metrics && o.metrics_linger_seconds > 0) {
-    // As train_loop.cpp: serve the last values through the cleanup's SIGTERM until the linger ends.
-    std::signal(SIGTERM, SIG_IGN);
-    std::this_thread::sleep_for(std::chrono::duration<double>(o.metrics_linger_seconds));
+  if (rank.env.rank >= c.world_size()) {
+    return std::make_unique<HybridServerStep>(rank, std::move(model), model_parameters);
   }
+  return std::make_unique<HybridTrainerStep>(rank, std::move(model), model_parameters);
 }
 
 }  // namespace trainbench::worker

@@ -10,17 +10,26 @@
 // gradients in trainer order (plain SGD, learning rate / T) before it serves step s+1. The run
 // equals one process holding the whole model and training on the trainers' concatenated batches
 // (tests/worker/hybrid_ps_test.cpp).
+//
+// Its steps (trainer, server, and the one-process reference of TRAINBENCH_REFERENCE_WORLD_SIZE)
+// come from make_hybrid_ps_step (worker/paradigms.hpp).
 
-#include "core/run_config.hpp"
-#include "worker/rank_env.hpp"
-#include "worker/train_loop.hpp"
+#include <ATen/ATen.h>
+
+#include <cstdint>
 
 namespace trainbench::worker {
 
-/// One rank of a hybrid-ps run (WORLD_SIZE must be config.process_count()). With
-/// TRAINBENCH_REFERENCE_WORLD_SIZE=W and WORLD_SIZE 1 (test hook): one process holding the whole
-/// model trains on the batches of trainers 0..W-1 concatenated, tables with plain SGD and the
-/// dense part with the run's optimizer.
-void run_hybrid_ps(const RankEnv& env, const RunConfig& config, const WorkerOptions& options);
+/// Which parameter server owns which embedding rows: server s owns rows [s*N/P, (s+1)*N/P) of
+/// every table (N = numEmbeddings, P = parameterServers).
+struct RowSharding {
+  std::int64_t rows = 1;     ///< N = numEmbeddings
+  std::int64_t servers = 1;  ///< P
+  std::int64_t begin(std::int64_t s) const { return s * rows / servers; }
+  std::int64_t end(std::int64_t s) const { return (s + 1) * rows / servers; }
+  std::int64_t count(std::int64_t s) const { return end(s) - begin(s); }
+  /// The owner of each id: the largest s with floor(s*N/P) <= id, i.e. floor(((id+1)*P - 1) / N).
+  at::Tensor owner(const at::Tensor& ids) const { return at::div((ids + 1) * servers - 1, rows, "floor"); }
+};
 
 }  // namespace trainbench::worker

@@ -24,24 +24,20 @@
 //                             --master); rank 0 hands the result to it instead of a file
 //   POD_IP                    the address gloo listens on (the pod's IP)
 //   TRAINBENCH_LOG_STEPS=1    every step's loss and seconds (and loss scale under amp-fp16)
-//                             on stderr, each rank
+//                             on stderr, each rank (a user-facing diagnostic, not a test hook)
 //
 // Test hooks:
 //   TRAINBENCH_DUMP_PARAMS=PREFIX        every rank writes its final parameters, flattened in
 //                                        registration order, as raw little-endian float32 to
 //                                        PREFIX.rank<R>.bin
-//   TRAINBENCH_ALLREDUCE_FAULT_RANK=R    paradigm allreduce: rank R contributes a wrong value to
-//                                        every size's verified all-reduce (the run must fail)
 //   TRAINBENCH_REFERENCE_WORLD_SIZE=W    paradigm none, world size 1 only: train on the
 //                                        concatenation of the batches ranks 0..W-1 would
 //                                        generate (the global batch DDP must be equivalent to)
 //                                        (paradigm hybrid-ps: one process holding the whole
 //                                        model, tables with plain SGD, worker/hybrid_ps.hpp)
-//   TRAINBENCH_TEST_NO_DROPOUT=1         bert-base / gpt2-small without dropout (a split model's
-//                                        stages draw their masks from their own generators, so
-//                                        only without it does it equal the unsplit model)
-//   TRAINBENCH_HYBRID_PS_FAULT_RANK=R    paradigm hybrid-ps: rank R kills itself (SIGKILL) at
-//                                        the start of its first measured step
+//   Other test-only behaviour (a forced loss scaler, no dropout, a rank killing itself at its
+//   first measured step, a wrong all-reduce contribution) comes from the RunConfig's
+//   "testOptions" (core/run_config.hpp RunTestOptions), never from the environment.
 //   (hybrid-ps dumps: a trainer writes its dense parameters, a server its rows of every table,
 //    table after table, [numTables * its rows, embeddingDim])
 //

@@ -20,13 +20,13 @@ namespace F = torch::nn::functional;
 constexpr double kInitStd = 0.02;  // BERT's and GPT-2's initializer_range
 constexpr double kDefaultDropout = 0.1;  // BERT's and GPT-2's hidden/attention dropout
 
-/// The dropout probability: 0.1, or 0 under TRAINBENCH_TEST_NO_DROPOUT=1 (tests comparing a split
-/// model with the unsplit one: the stages draw their masks from their own generators).
-double dropout_probability() {
-  const char* off = std::getenv("TRAINBENCH_TEST_NO_DROPOUT");
-  return off != nullptr && std::string(off) == "1" ? 0.0 : kDefaultDropout;
-}
-const double kDropout = dropout_probability();
+/// A transformer's shape and its dropout probability: 0.1, or 0 under the test option
+/// RunConfig::test.no_dropout (tests comparing a split model with the unsplit one: the stages
+/// draw their masks from their own generators).
+struct LmShape : TransformerShape {
+  double dropout = kDefaultDropout;
+};
+
 constexpr std::int64_t kIgnoreIndex = -100;
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -65,8 +65,8 @@ torch::Tensor layer_norm(nn::LayerNorm& ln, const torch::Tensor& x) {
 /// query/key/value Linear layers hold the same 3 x (h*h + h) parameters) and an output projection.
 class SelfAttention : public nn::Module {
  public:
-  SelfAttention(std::int64_t hidden, std::int64_t heads, bool causal)
-      : heads_(heads), head_dim_(hidden / heads), causal_(causal) {
+  SelfAttention(std::int64_t hidden, std::int64_t heads, bool causal, double dropout)
+      : heads_(heads), head_dim_(hidden / heads), causal_(causal), dropout_(dropout) {
     qkv_ = register_module("qkv", nn::Linear(hidden, 3 * hidden));
     out_ = register_module("out", nn::Linear(hidden, hidden));
   }
@@ -87,7 +87,7 @@ class SelfAttention : public nn::Module {
     }
     // Softmax in fp32 (what autocast does on CUDA), back to the scores' dtype for the matmul.
     torch::Tensor probs = torch::softmax(scores, -1, torch::kFloat).to(scores.scalar_type());
-    probs = F::dropout(probs, F::DropoutFuncOptions().p(kDropout).training(is_training()));
+    probs = F::dropout(probs, F::DropoutFuncOptions().p(dropout_).training(is_training()));
     torch::Tensor ctx = torch::matmul(probs, v).transpose(1, 2).reshape({b, s, h});
     return out_->forward(ctx);
   }
@@ -96,14 +96,15 @@ class SelfAttention : public nn::Module {
   std::int64_t heads_;
   std::int64_t head_dim_;
   bool causal_;
+  double dropout_;
   nn::Linear qkv_{nullptr}, out_{nullptr};
 };
 
 /// One transformer layer. BERT: post-LayerNorm, exact GELU; GPT-2: pre-LayerNorm, tanh GELU.
 class TransformerLayer : public nn::Module {
  public:
-  TransformerLayer(const TransformerShape& s, bool gpt2, double eps) : gpt2_(gpt2) {
-    attn_ = register_module("attn", std::make_shared<SelfAttention>(s.hidden, s.heads, gpt2));
+  TransformerLayer(const LmShape& s, bool gpt2, double eps) : gpt2_(gpt2), dropout_(s.dropout) {
+    attn_ = register_module("attn", std::make_shared<SelfAttention>(s.hidden, s.heads, gpt2, s.dropout));
     ln1_ = register_module("ln1", nn::LayerNorm(nn::LayerNormOptions({s.hidden}).eps(eps)));
     fc_in_ = register_module("fc_in", nn::Linear(s.hidden, s.intermediate));
     fc_out_ = register_module("fc_out", nn::Linear(s.intermediate, s.hidden));
@@ -112,7 +113,7 @@ class TransformerLayer : public nn::Module {
 
   torch::Tensor forward(torch::Tensor x) {
     auto drop = [this](const torch::Tensor& t) {
-      return F::dropout(t, F::DropoutFuncOptions().p(kDropout).training(is_training()));
+      return F::dropout(t, F::DropoutFuncOptions().p(dropout_).training(is_training()));
     };
     if (gpt2_) {
       x = x + drop(attn_->forward(layer_norm(ln1_, x)));
@@ -124,13 +125,16 @@ class TransformerLayer : public nn::Module {
 
  private:
   bool gpt2_;
+  double dropout_;
   std::shared_ptr<SelfAttention> attn_;
   nn::LayerNorm ln1_{nullptr}, ln2_{nullptr};
   nn::Linear fc_in_{nullptr}, fc_out_{nullptr};
 };
 
-TransformerShape checked_shape(const std::string& model, const RunConfig& c) {
-  const TransformerShape s = resolve_transformer(model, c.transformer);
+LmShape checked_shape(const std::string& model, const RunConfig& c) {
+  LmShape s;
+  static_cast<TransformerShape&>(s) = resolve_transformer(model, c.transformer);
+  if (c.test.no_dropout) s.dropout = 0;
   check_positive(model + ": transformer.layers", s.layers);
   check_positive(model + ": transformer.hidden", s.hidden);
   check_positive(model + ": transformer.heads", s.heads);
@@ -173,7 +177,7 @@ torch::Tensor token_loss(const torch::Tensor& logits, const torch::Tensor& targe
 /// gpt2-small: 124,439,808 parameters.
 class Gpt2 : public BenchModel {
  public:
-  Gpt2(const TransformerShape& s, std::int64_t seq_len) : shape_(s), seq_len_(seq_len) {
+  Gpt2(const LmShape& s, std::int64_t seq_len) : shape_(s), seq_len_(seq_len) {
     wte_ = register_module("wte", nn::Embedding(s.vocab_size, s.hidden));
     wpe_ = register_module("wpe", nn::Embedding(s.max_positions, s.hidden));
     layers_ = register_module("h", nn::ModuleList());
@@ -224,11 +228,11 @@ class Gpt2 : public BenchModel {
   torch::Tensor embed(const torch::Tensor& ids) {
     torch::Tensor pos = torch::arange(ids.size(1), torch::TensorOptions().dtype(torch::kLong).device(ids.device()));
     torch::Tensor x = wte_->forward(ids) + wpe_->forward(pos).unsqueeze(0);
-    return F::dropout(x, F::DropoutFuncOptions().p(kDropout).training(is_training()));
+    return F::dropout(x, F::DropoutFuncOptions().p(shape_.dropout).training(is_training()));
   }
   torch::Tensor head(const torch::Tensor& x) { return F::linear(layer_norm(ln_f_, x), wte_->weight); }  // tied
 
-  TransformerShape shape_;
+  LmShape shape_;
   std::int64_t seq_len_;
   nn::Embedding wte_{nullptr}, wpe_{nullptr};
   nn::ModuleList layers_{nullptr};
@@ -242,7 +246,7 @@ class Gpt2 : public BenchModel {
 /// bert-base: 109,482,240 parameters.
 class BertEncoder : public nn::Module {
  public:
-  explicit BertEncoder(const TransformerShape& s) {
+  explicit BertEncoder(const LmShape& s) : dropout_(s.dropout) {
     word_ = register_module("word_embeddings", nn::Embedding(s.vocab_size, s.hidden));
     position_ = register_module("position_embeddings", nn::Embedding(s.max_positions, s.hidden));
     token_type_ = register_module("token_type_embeddings", nn::Embedding(2, s.hidden));
@@ -266,7 +270,7 @@ class BertEncoder : public nn::Module {
     torch::Tensor pos = torch::arange(s, opts);
     torch::Tensor types = (pos >= (s + 1) / 2).to(torch::kLong);
     torch::Tensor x = word_->forward(ids) + (position_->forward(pos) + token_type_->forward(types)).unsqueeze(0);
-    return F::dropout(layer_norm(ln_, x), F::DropoutFuncOptions().p(kDropout).training(is_training()));
+    return F::dropout(layer_norm(ln_, x), F::DropoutFuncOptions().p(dropout_).training(is_training()));
   }
   /// The pooler: tanh(Linear) of the first token.
   torch::Tensor pool(const torch::Tensor& sequence) { return torch::tanh(pooler_->forward(sequence.select(1, 0))); }
@@ -279,6 +283,7 @@ class BertEncoder : public nn::Module {
   const nn::ModuleList& layers() const { return layers_; }
 
  private:
+  double dropout_;
   nn::Embedding word_{nullptr}, position_{nullptr}, token_type_{nullptr};
   nn::LayerNorm ln_{nullptr};
   nn::ModuleList layers_{nullptr};
@@ -311,7 +316,7 @@ class BertHeads : public nn::Module {
 /// BertForPreTraining: encoder ("bert") + heads ("head"); loss = masked LM + next sentence.
 class Bert : public BenchModel {
  public:
-  Bert(const TransformerShape& s, std::int64_t seq_len) : shape_(s), seq_len_(seq_len) {
+  Bert(const LmShape& s, std::int64_t seq_len) : shape_(s), seq_len_(seq_len) {
     if (seq_len < 2) throw ConfigError("bert-base: sequenceLength must be >= 2 (two segments)");
     bert_ = register_module("bert", std::make_shared<BertEncoder>(s));
     head_ = register_module("head", std::make_shared<BertHeads>(s));

@@ -9,6 +9,15 @@
 #include "worker/worker_error.hpp"
 
 namespace trainbench::worker {
+
+ZeroShard zero_shard(std::int64_t total, int ranks, int rank) {
+  ZeroShard z;
+  z.shard_size = (total + ranks - 1) / ranks;
+  z.begin = std::min(total, z.shard_size * rank);
+  z.end = std::min(total, z.begin + z.shard_size);
+  return z;
+}
+
 namespace {
 
 constexpr double kBeta1 = 0.9;
@@ -64,9 +73,10 @@ class ZeroAdam : public StepOptimizer {
       total += p.numel();
     }
     const std::int64_t n = comm_.size();
-    shard_size_ = (total + n - 1) / n;
-    const std::int64_t lo = std::min(total, shard_size_ * comm_.rank());
-    const std::int64_t hi = std::min(total, lo + shard_size_);
+    const ZeroShard shard = zero_shard(total, comm_.size(), comm_.rank());
+    shard_size_ = shard.shard_size;
+    const std::int64_t lo = shard.begin;
+    const std::int64_t hi = shard.end;
     for (std::size_t i = 0; i < params_.size(); ++i) {
       const std::int64_t begin = std::max(lo, offsets_[i]);
       const std::int64_t end = std::min(hi, offsets_[i] + params_[i].numel());

@@ -25,6 +25,16 @@ class StepOptimizer {
 /// (betas 0.9 / 0.999, eps 1e-8, no weight decay).
 std::unique_ptr<StepOptimizer> make_optimizer(Optimizer name, double learning_rate, std::vector<at::Tensor> params);
 
+/// One rank's shard of the parameters flattened in order: `total` elements cut into `ranks`
+/// shards of shard_size = ceil(total / ranks) (the last ones shorter, possibly empty); this rank
+/// holds elements [begin, end).
+struct ZeroShard {
+  std::int64_t shard_size = 0;
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+};
+ZeroShard zero_shard(std::int64_t total, int ranks, int rank);
+
 /// ZeRO stage 1 with Adam (the update of torch::optim::Adam, same defaults): the parameters,
 /// flattened in order, are cut into comm.size() equal shards (the last one shorter); this rank
 /// keeps Adam's moments for its shard only and updates only its shard, then an all-gather of

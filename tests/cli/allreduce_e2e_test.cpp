@@ -103,7 +103,7 @@ TEST_F(AllreduceE2e, AWrongSumFailsTheRun) {
   const std::string job = dir.file("bad.yaml");
   write_file(job, allreduce_job("cli-e2e-allreduce-bad"));
   EnvChanges e = env();
-  e["TRAINBENCH_ALLREDUCE_FAULT_RANK"] = "1";
+  e["TRAINBENCH_WORKER"] = worker_with_test_options(dir, R"({"allreduceFaultRank":1})");
   const CliResult r = run_cli({"run", job, "--json", dir.file("bad.json")}, e, dir.path(), 120);
   EXPECT_EQ(r.code, 3) << r.out << r.err;
   EXPECT_TRUE(contains(r.out + r.err, "all-reduce of 1 KiB (fp32) summed wrongly on 2 of 2 ranks")) << r.out << r.err;

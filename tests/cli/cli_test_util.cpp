@@ -215,4 +215,19 @@ std::string real_worker_exe() {
 
 std::string data_dir() { return TRAINBENCH_CLI_TEST_DATA; }
 
+std::string worker_with_test_options(const TempDir& dir, const std::string& test_options_json) {
+  const std::string path = dir.file("worker-with-test-options.sh");
+  // The config is one JSON object: its last character is the closing brace.
+  write_file(path,
+             "#!/bin/sh\n"
+             "TRAINBENCH_RUN_CONFIG=\"${TRAINBENCH_RUN_CONFIG%?}\"',\"testOptions\":" +
+                 test_options_json +
+                 "}'\n"
+                 "export TRAINBENCH_RUN_CONFIG\n"
+                 "exec '" +
+                 real_worker_exe() + "' \"$@\"\n",
+             /*executable=*/true);
+  return path;
+}
+
 }  // namespace trainbench::test

@@ -114,7 +114,8 @@ TEST_F(HybridPsRun, DeadServerFailsTheRunNamingIt) {
   const std::string job = dir.file("hybrid.yaml");
   write_file(job, hybrid_job("cli-e2e-hybrid-ps-fault", 200));
   EnvChanges e = env();
-  e["TRAINBENCH_HYBRID_PS_FAULT_RANK"] = "3";  // parameter server 1 dies at its first measured step
+  // Parameter server 1 dies at its first measured step.
+  e["TRAINBENCH_WORKER"] = worker_with_test_options(dir, R"({"sigkillRankAtFirstMeasuredStep":3})");
   const CliResult r = run_cli({"run", job, "--json", dir.file("report.json")}, e, dir.path(), 90);
   ASSERT_EQ(r.code, 3) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "rank 3 (parameter-server 1) was killed by SIGKILL")) << r.out;

@@ -86,5 +86,24 @@ TEST(Plan, RunConfigFromJsonNamesMissingField) {
   }
 }
 
+TEST(Plan, TestOptionsAreWrittenOnlyWhenSetAndRoundTrip) {
+  RunConfig c = plan_runs(job(), 2)[0];
+  EXPECT_FALSE(to_json(c).contains("testOptions"));  // a normal run's config is unchanged
+  c.test.loss_scale = 1024;
+  c.test.no_dropout = true;
+  c.test.sigkill_rank_at_first_measured_step = 3;
+  c.test.allreduce_fault_rank = 1;
+  const nlohmann::json j = to_json(c);
+  EXPECT_EQ(j["testOptions"],
+            nlohmann::json::parse(
+                R"({"lossScale":1024.0,"noDropout":true,"sigkillRankAtFirstMeasuredStep":3,"allreduceFaultRank":1})"));
+  const RunConfig back = run_config_from_json(j);
+  EXPECT_EQ(back.test.loss_scale, 1024);
+  EXPECT_TRUE(back.test.no_dropout);
+  EXPECT_EQ(back.test.sigkill_rank_at_first_measured_step, 3);
+  EXPECT_EQ(back.test.allreduce_fault_rank, 1);
+  EXPECT_FALSE(run_config_from_json(to_json(plan_runs(job(), 2)[0])).test.any());
+}
+
 }  // namespace
 }  // namespace trainbench

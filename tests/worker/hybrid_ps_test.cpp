@@ -209,10 +209,9 @@ TEST(HybridPsFaults, DeadServerFailsEveryRankWithoutHanging) {
   c.warmup_steps = 1;
   c.measure_steps = 50;
   c.collective_timeout_seconds = 5;
+  c.test.sigkill_rank_at_first_measured_step = 3;
   const auto t0 = std::chrono::steady_clock::now();
-  const auto outs =
-      run_ranks(c, {{"TRAINBENCH_HYBRID_PS_FAULT_RANK", "3"}, {"TRAINBENCH_RESULT_FILE", dir.file("result.json")}},
-                std::chrono::seconds(60));
+  const auto outs = run_ranks(c, {{"TRAINBENCH_RESULT_FILE", dir.file("result.json")}}, std::chrono::seconds(60));
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(outs.size(), 4u);
   for (std::size_t r = 0; r < outs.size(); ++r) {

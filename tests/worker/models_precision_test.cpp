@@ -1,6 +1,6 @@
 // The language models and the HybridModel (parameter counts against the reference
 // implementations and against formulas), and the worker's precision machinery: dynamic loss
-// scaling (driven on the CPU through TRAINBENCH_TEST_LOSS_SCALE) and bf16 gradient compression
+// scaling (driven on the CPU through the test option RunConfig::test.loss_scale) and bf16 gradient compression
 // against fp32.
 #include <gtest/gtest.h>
 
@@ -207,10 +207,9 @@ TEST(Precision, LossScalingSkipsOverflowingStepsAndBacksOff) {
   RunConfig c = small_run("mlp", "ddp", 2);
   c.warmup_steps = 0;
   c.measure_steps = 30;
+  c.test.loss_scale = 1.3937965749081639e+42;
   const std::string prefix = dir.file("scaled");
-  const auto outs = run_ranks(c, {{"TRAINBENCH_TEST_LOSS_SCALE", "1.3937965749081639e+42"},
-                                  {"TRAINBENCH_DUMP_PARAMS", prefix},
-                                  {"TRAINBENCH_RESULT_FILE", dir.file("r.json")}});
+  const auto outs = run_ranks(c, {{"TRAINBENCH_DUMP_PARAMS", prefix}, {"TRAINBENCH_RESULT_FILE", dir.file("r.json")}});
   for (const auto& o : outs) ASSERT_EQ(o.exit_code, 0) << o.output;
   const std::string& log = outs[0].output;
   const auto at = log.find("loss scaling skipped ");

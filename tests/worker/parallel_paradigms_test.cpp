@@ -250,7 +250,8 @@ TEST_P(StageCorrectness, MatchesTheUnsplitModel) {
     expected_total = 3840 + 512 + 64 + 64 + 2 * 8544 + 1056 + 120 + 1056 + 64 + 66;
   }
   // The split model's stages draw dropout masks from their own generators: compare without it.
-  const std::map<std::string, std::string> env = {{"TRAINBENCH_TEST_NO_DROPOUT", "1"}};
+  c.test.no_dropout = true;
+  const std::map<std::string, std::string> env;
   std::vector<std::vector<float>> stages;
   const RunResult result = run_and_dump(c, dir, "split", stages, env);
   std::vector<float> joined;
