@@ -120,12 +120,12 @@ for f in operator.Dockerfile worker.Dockerfile worker-cuda.Dockerfile; do
   user=$(grep '^USER ' "$REPO/docker/$f" | tail -n 1 | awk '{print $2}')
   expect "docker/$f final USER" "$user" "65532:65532"
 done
-# The operator's default worker image is trainbench/worker:<version> (core/spec.cpp,
+# The operator's default worker image is trainbench/worker:<version> (core/spec_bounds.cpp,
 # PodTemplate::default_worker_image, used by operator/controller/manifests.cpp).
 grep -q 'PodTemplate::default_worker_image()' "$REPO/operator/controller/manifests.cpp" ||
   fail "manifests.cpp no longer takes the worker image from PodTemplate::default_worker_image()"
-grep -q 'return std::string("trainbench/worker:") + kVersion;' "$REPO/core/spec.cpp" ||
-  fail "core/spec.cpp's default worker image changed: check the Dockerfiles and the chart"
+grep -q 'return std::string("trainbench/worker:") + kVersion;' "$REPO/core/spec_bounds.cpp" ||
+  fail "core/spec_bounds.cpp's default worker image changed: check the Dockerfiles and the chart"
 worker_default="trainbench/worker:$project_version"
 expect "worker image (docker/worker.Dockerfile = the operator's default spec.template.image)" "$(image_of worker.Dockerfile)" "$worker_default"
 expect "worker image tag (= project version)" "$(image_of worker.Dockerfile)" "trainbench/worker:$project_version"
