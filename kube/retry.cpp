@@ -6,7 +6,7 @@ namespace trainbench::kube {
 
 bool is_transient(const std::exception& e) {
   if (dynamic_cast<const TransportError*>(&e) != nullptr) return true;
-  if (const auto* api = dynamic_cast<const ApiError*>(&e)) return api->code() == 429 || api->code() >= 500;
+  if (const auto* api = dynamic_cast<const ApiError*>(&e)) return api->is_too_many_requests() || api->is_server_error();
   return false;
 }
 

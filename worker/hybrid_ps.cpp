@@ -266,12 +266,6 @@ std::shared_ptr<HybridEmbeddingModel> build_hybrid_model(const RunConfig& c) {
   return model;
 }
 
-std::int64_t parameter_count(const std::vector<torch::Tensor>& params) {
-  std::int64_t n = 0;
-  for (const auto& p : params) n += p.numel();
-  return n;
-}
-
 /// Every rank's record has room for a server's per-request lists (T lookups per step).
 RecordShape hybrid_record_shape(const RunConfig& c) {
   const auto steps = static_cast<std::size_t>(c.measure_steps);
@@ -346,7 +340,7 @@ class HybridTrainerStep final : public Step {
 
   void finish(RankRecord& record) override {
     record.optimizer_state_bytes = optimizer_->state_bytes();
-    record.parameter_count = parameter_count(params_);
+    record.parameter_count = element_count(params_);
   }
   void describe(RunResult& result) const override {
     describe_hybrid_run(result, rank_.config, model_parameters_, static_cast<int>(reducer_->bucket_count()));
@@ -576,12 +570,12 @@ class HybridReferenceStep final : public Step {
   }
 
   void finish(RankRecord& record) override {
-    record.parameter_count = parameter_count(params_);
+    record.parameter_count = element_count(params_);
     record.optimizer_state_bytes = dense_optimizer_->state_bytes();
   }
   void describe(RunResult& result) const override {
     result.world_size = 1;
-    result.parameter_count = parameter_count(params_);
+    result.parameter_count = element_count(params_);
     result.optimizer = to_string(rank_.config.optimizer);
   }
   std::vector<at::Tensor> dumped_parameters() const override { return params_; }
@@ -603,7 +597,7 @@ std::unique_ptr<Step> make_hybrid_ps_step(RankContext& rank) {
   // final gather of records go through it.
   rank.comm();
   std::shared_ptr<HybridEmbeddingModel> model = build_hybrid_model(c);
-  const std::int64_t model_parameters = parameter_count(model->parameters());
+  const std::int64_t model_parameters = element_count(model->parameters());
   if (rank.env.rank >= c.world_size()) {
     return std::make_unique<HybridServerStep>(rank, std::move(model), model_parameters);
   }

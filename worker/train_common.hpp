@@ -5,6 +5,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,9 @@ at::Device rank_device(const RankEnv& env, const RunConfig& c);
 /// The batch data-parallel rank `rank` trains on, from a CPU generator seeded by (seed, rank) --
 /// independent of the global seed used for the model.
 SyntheticBatch rank_batch(const BenchModel& model, const RunConfig& c, int rank);
+
+/// Elements in `tensors` together (a model's or a shard's parameter count).
+std::int64_t element_count(const std::vector<at::Tensor>& tensors);
 
 /// Rewrites TRAINBENCH_PROGRESS_FILE atomically (format: worker/main.cpp).
 void write_progress(const std::string& path, const char* phase, int repeat, int repeats, int step, int steps,

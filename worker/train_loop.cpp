@@ -50,6 +50,12 @@ void set_rank_threads(const RunConfig& c) {
   }
 }
 
+std::int64_t element_count(const std::vector<at::Tensor>& tensors) {
+  std::int64_t n = 0;
+  for (const auto& t : tensors) n += t.numel();
+  return n;
+}
+
 at::Device rank_device(const RankEnv& env, const RunConfig& c) {
   if (c.device != Device::kCuda) return at::Device(at::kCPU);
   if (!compat::kBuiltWithCuda || !torch::cuda::is_available()) {

@@ -101,12 +101,6 @@ std::shared_ptr<BenchModel> build_rank_model(const RunConfig& c, const torch::De
   return model;
 }
 
-std::int64_t element_count(const std::vector<torch::Tensor>& tensors) {
-  std::int64_t n = 0;
-  for (const auto& t : tensors) n += t.numel();
-  return n;
-}
-
 /// set_to_none (PyTorch's default since 2.0; libtorch 1.13's zero_grad() writes zeros): autograd
 /// then hands over fresh gradients instead of adding into zeroed ones.
 void clear_gradients(const std::vector<torch::Tensor>& params) {

@@ -4,9 +4,10 @@
 #include <iostream>
 #include <thread>
 
+#include "kube/errors.hpp"
+#include "kube/retry.hpp"
 #include "operator/controller/cache_transforms.hpp"
 #include "operator/controller/naming.hpp"
-#include "kube/errors.hpp"
 
 namespace trainbench::op {
 namespace {
@@ -260,11 +261,11 @@ void Controller::execute(const std::string& key, const std::string& ns, const st
       } catch (const kube::ConflictError&) {
         // AlreadyExists: this transition's Event was recorded by a leader that died before its
         // status write (Event names are per transition, naming.hpp): recorded once, not again.
-      } catch (const kube::TransportError&) {
-        throw;  // transient: this reconcile fails before its status write, and the next records
-                // the same Event again (same name: once, whether or not this create landed)
       } catch (const kube::ApiError& e) {
-        if (e.is_server_error() || e.is_too_many_requests()) throw;  // transient, as above
+        // A transient failure (a TransportError is not caught here) fails this reconcile before its
+        // status write, and the next records the same Event again (same name: once, whether or
+        // not this create landed).
+        if (kube::is_transient(e)) throw;
         std::cerr << "trainbench-operator: event not recorded: " << e.what() << "\n";  // refused: best effort
       }
       return;
