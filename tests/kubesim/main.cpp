@@ -5,6 +5,7 @@
 //           [--prometheus-sd FILE]
 //           [--watch-history EVENTS] [--no-aggregated-discovery] [--net-block K] [--faults JSON|@FILE]
 //           [--node-monitor-grace SECONDS]
+//           [--images buildah [--image-storage-root DIR] [--image-run-root DIR] [--image-storage-driver NAME]]
 //
 // Writes DIR/{ca.crt,ca.key,server.crt,server.key,kubeconfig,admin-token,audit.log}, prints
 // "kubesim ready https://127.0.0.1:PORT" and serves until SIGTERM/SIGINT.
@@ -43,7 +44,9 @@ namespace {
                "               [--bookmark-interval SECONDS] [--max-grace SECONDS] [--dns-wait SECONDS]\n"
                "               [--podnet-lib PATH] [--prometheus-sd FILE]\n"
                "               [--watch-history EVENTS] [--no-aggregated-discovery] [--net-block K]\n"
-               "               [--faults JSON|@FILE] [--node-monitor-grace SECONDS]\n",
+               "               [--faults JSON|@FILE] [--node-monitor-grace SECONDS]\n"
+               "               [--images buildah [--image-storage-root DIR] [--image-run-root DIR]\n"
+               "                                 [--image-storage-driver NAME]]\n",
                why.c_str());
   std::exit(2);
 }
@@ -97,6 +100,18 @@ void configure_faults(ApiServer& server, const std::string& arg) {
   }
 }
 
+/// --images buildah: containers run from images in buildah's storage, which needs root.
+void check_image_mode(const KubeletOptions& kopts) {
+  if (!kopts.images) return;
+  if (kopts.mode != KubeletMode::Process) usage("--images buildah needs --kubelet process");
+  if (geteuid() != 0) {
+    std::fprintf(stderr,
+                 "kubesim: --images buildah runs containers in their images' root filesystems (mount namespaces, "
+                 "overlayfs, pivot_root, setuid): it must run as root\n");
+    std::exit(1);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -108,6 +123,8 @@ int main(int argc, char** argv) {
   std::string prometheus_sd;
   int net_block = 0;   // 0: the first free one
   std::string faults;  // JSON, or @FILE
+  ImageStoreOptions image_store;
+  std::string images = "none";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -134,6 +151,15 @@ int main(int argc, char** argv) {
       else if (a == "--prometheus-sd") prometheus_sd = value();
       else if (a == "--faults")
         faults = value();
+      else if (a == "--images") {
+        images = value();
+        if (images != "buildah" && images != "none") usage("--images must be buildah or none");
+      } else if (a == "--image-storage-root")
+        image_store.root = value();
+      else if (a == "--image-run-root")
+        image_store.run_root = value();
+      else if (a == "--image-storage-driver")
+        image_store.driver = value();
       else if (a == "--net-block") {
         net_block = std::stoi(value());
         if (net_block < NetBlock::kFirst || net_block > NetBlock::kLast) usage("--net-block must be 1..254");
@@ -146,6 +172,8 @@ int main(int argc, char** argv) {
   }
   if (dir.empty()) usage("--dir is required");
   if (kopts.nodes.empty()) kopts.nodes.push_back({"node-1", {}});
+  if (images == "buildah") kopts.images = image_store;
+  check_image_mode(kopts);
   // The pod network shim: built next to this binary; --podnet-lib "" turns it off.
   if (podnet) {
     kopts.podnet_library = *podnet;
