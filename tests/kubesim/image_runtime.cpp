@@ -2,7 +2,7 @@
 
 namespace kubesim {
 
-ImageConfig ImageRuntime::pull(const json& container) const {
+ImageConfig ImageRuntime::pull(const json& container) {
   const std::string image = container.value("image", "");
   try {
     return store_.inspect(image);

@@ -40,7 +40,7 @@ class ImageRuntime {
   /// At kubesim's start: buildah can be run; stale working containers removed.
   void check() { store_.check(); }
   /// The container's image; throws ImagePullError.
-  ImageConfig pull(const json& container) const;
+  ImageConfig pull(const json& container);
   /// Throws ContainerConfigError (runAsNonRoot, a volume that cannot be mounted).
   ContainerLaunch prepare(Api& api, const ImageConfig& image, const ImageStart& start);
   /// At kubesim's exit, after every container has ended.

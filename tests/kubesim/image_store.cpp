@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 
 #include "process.hpp"
@@ -82,7 +83,13 @@ std::string ImageStore::buildah_out(const std::vector<std::string>& args) const 
 
 void ImageStore::check() {
   buildah_out({"version"});
-  remove_stale_containers();
+  stale_cleaner_ = std::thread([this] {
+    try {
+      remove_stale_containers();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "kubesim: %s\n", e.what());
+    }
+  });
 }
 
 void ImageStore::remove_stale_containers() {
@@ -112,7 +119,12 @@ std::vector<std::string> ImageStore::candidates(const std::string& image) {
   return {"localhost/" + ref, ref};
 }
 
-ImageConfig ImageStore::inspect(const std::string& image) const {
+ImageConfig ImageStore::inspect(const std::string& image) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = found_.find(image);
+    if (it != found_.end()) return it->second;
+  }
   const auto names = candidates(image);
   for (const auto& name : names) {
     std::vector<std::string> argv = base_argv();
@@ -120,7 +132,10 @@ ImageConfig ImageStore::inspect(const std::string& image) const {
     CommandResult r = run_command(argv);
     if (r.code != 0) continue;
     json j = json::parse(r.out, nullptr, false);
-    if (j.is_object()) return parse_inspect(j.value("FromImage", name), j);
+    if (!j.is_object()) continue;
+    ImageConfig config = parse_inspect(j.value("FromImage", name), j);
+    std::lock_guard<std::mutex> lock(mu_);
+    return found_[image] = config;
   }
   throw ImageNotFound(names.front() + ": image not known");
 }
@@ -143,6 +158,7 @@ std::string ImageStore::rootfs(const ImageConfig& image) {
 }
 
 void ImageStore::close() {
+  if (stale_cleaner_.joinable()) stale_cleaner_.join();
   std::map<std::string, std::shared_ptr<Rootfs>> all;
   {
     std::lock_guard<std::mutex> lock(mu_);

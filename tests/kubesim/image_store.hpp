@@ -5,13 +5,14 @@
 // (a name without a registry is looked up as localhost/NAME first, then as buildah resolves it;
 // no tag means :latest), nothing is ever pulled. Each image used gets one read-only root
 // filesystem, shared by every container that runs it: a buildah working container
-// (`buildah from --pull-never` + `buildah mount`), made on first use and removed by close().
+// (`buildah from --pull=never` + `buildah mount`), made on first use and removed by close().
 
 #include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -49,11 +50,13 @@ class ImageStore {
   ImageStore(const ImageStore&) = delete;
   ImageStore& operator=(const ImageStore&) = delete;
 
-  /// Throws std::runtime_error when buildah cannot be run. Removes working containers left by a
-  /// kubesim that was killed (named kubesim-rootfs-PID-N, PID no longer a kubesim).
+  /// Throws std::runtime_error when buildah cannot be run. Starts removing, in the background,
+  /// the working containers a killed kubesim left (kubesim-rootfs-PID-N, PID no kubesim now).
   void check();
-  /// The image's config; throws ImageNotFound.
-  ImageConfig inspect(const std::string& image) const;
+  /// The image's config; throws ImageNotFound. An image found is remembered for kubesim's life
+  /// (buildah waits for its storage lock while an image is being built: seconds, or minutes);
+  /// one not found is looked for again on each call.
+  ImageConfig inspect(const std::string& image);
   /// The image's shared read-only root filesystem (a directory), made on first use.
   std::string rootfs(const ImageConfig& image);
   /// Unmounts and removes every working container this store made.
@@ -71,7 +74,9 @@ class ImageStore {
   ImageStoreOptions opts_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Rootfs>> rootfs_;  // image id -> its working container
+  std::map<std::string, ImageConfig> found_;               // image as named in pods -> its config
   int next_ = 0;
+  std::thread stale_cleaner_;
 };
 
 }  // namespace kubesim

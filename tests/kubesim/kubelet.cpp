@@ -745,6 +745,21 @@ struct Kubelet::Impl {
     return spawn_locked(run, idx, [&] { return start_container(launch); });
   }
 
+  /// Reports a failed pull as the kubelet does: ErrImagePull, then ImagePullBackOff (an
+  /// ErrImageNeverPull stays so). True when the pod stopped meanwhile.
+  bool image_pull_failed(const RunPtr& run, std::size_t idx, const std::string& image, const ImagePullError& e) {
+    set_waiting(run, idx, e.reason(), e.what());
+    pod_event(run, "Warning", e.reason() == "ErrImagePull" ? "Failed" : "ErrImageNeverPull", e.what());
+    pod_event(run, "Warning", "Failed", "Error: " + e.reason());
+    if (e.reason() != "ErrImagePull") return false;
+    if (wait_or_stop(run, 5)) return true;  // ErrImagePull shows until the next sync
+    const std::string back_off = "Back-off pulling image " + json(image).dump();
+    set_waiting(run, idx, "ImagePullBackOff", back_off + ": " + e.reason() + ": " + e.what());
+    pod_event(run, "Normal", "BackOff", back_off);
+    pod_event(run, "Warning", "Failed", "Error: ImagePullBackOff");
+    return false;
+  }
+
   /// Image mode: the container's image, waiting as a kubelet does while it cannot be had
   /// (ErrImagePull, then ImagePullBackOff with the image back-off); nullopt when the pod stops.
   std::optional<ImageConfig> pull_image(const RunPtr& run, std::size_t idx) {
@@ -760,14 +775,7 @@ struct Kubelet::Impl {
         });
         return found;
       } catch (const ImagePullError& e) {
-        set_waiting(run, idx, e.reason(), e.what());
-        pod_event(run, "Warning", "Failed", e.what());
-        pod_event(run, "Warning", "Failed", "Error: " + e.reason());
-        if (wait_or_stop(run, 2)) return std::nullopt;
-        const std::string back_off = "Back-off pulling image " + json(image).dump();
-        set_waiting(run, idx, "ImagePullBackOff", back_off + ": " + e.reason() + ": " + e.what());
-        pod_event(run, "Normal", "BackOff", back_off);
-        pod_event(run, "Warning", "Failed", "Error: ImagePullBackOff");
+        if (image_pull_failed(run, idx, image, e)) return std::nullopt;
       }
       if (wait_or_stop(run, backoff_s)) return std::nullopt;
       backoff_s = std::min(backoff_s * 2, 300);
