@@ -862,10 +862,12 @@ struct Kubelet::Impl {
       std::optional<SpawnResult> sp;
       try {
         sp = image ? start_in_image(run, idx, pod, *env, sa_dir, *image) : start_process(run, idx, pod, *env, sa_dir);
-      } catch (const ContainerConfigError& e) {
-        if (set_waiting(run, idx, e.reason(), e.what()))
+      } catch (const std::exception& e) {  // ContainerConfigError, or buildah / the pod's files failed (retried)
+        const auto* config = dynamic_cast<const ContainerConfigError*>(&e);
+        if (set_waiting(run, idx, config ? config->reason() : "CreateContainerError", e.what())) {
           pod_event(run, "Warning", "Failed", std::string("Error: ") + e.what());
-        if (wait_or_stop(run, 2)) break;
+        }
+        if (wait_or_stop(run, config ? 2 : 10)) break;
         continue;
       }
       if (!sp) return;
@@ -912,7 +914,14 @@ struct Kubelet::Impl {
       for (std::size_t i = 0; i < run->containers.size(); ++i) {
         if (run->containers[i].init) continue;
         if (init_ok) {
-          threads.emplace_back([this, run, i, sa_dir] { container_main(run, i, sa_dir); });
+          threads.emplace_back([this, run, i, sa_dir] {
+            try {
+              container_main(run, i, sa_dir);
+            } catch (const std::exception& e) {  // not kubesim's end: this container's
+              std::fprintf(stderr, "kubesim kubelet: pod %s/%s: %s\n", run->ns.c_str(), run->name.c_str(), e.what());
+              finish_unstarted(run, i);
+            }
+          });
         } else {
           set_state(run, i, [&](ContainerRun& c) {
             c.finished = true;
