@@ -1,6 +1,7 @@
 #include "container_mounts.hpp"
 
 #include <filesystem>
+#include <mutex>
 
 #include "container_config.hpp"
 
@@ -64,8 +65,11 @@ std::string projected_dir(const MountContext& ctx, const json& volume, bool secr
   return dir;
 }
 
-/// The host directory (or file) behind a pod volume.
+/// The host directory (or file) behind a pod volume. One at a time: a pod's containers start
+/// together and share its volumes.
 std::string volume_source(const MountContext& ctx, const json& volume) {
+  static std::mutex making;
+  std::lock_guard<std::mutex> lock(making);
   const std::string name = volume.value("name", "");
   if (volume.contains("emptyDir")) {
     const std::string dir = ctx.pod_dir + "/volumes/kubernetes.io~empty-dir/" + name;
