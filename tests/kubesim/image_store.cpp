@@ -28,7 +28,6 @@ ImageConfig parse_inspect(const std::string& ref, const json& j) {
   ImageConfig c;
   c.ref = ref;
   c.id = j.value("FromImageID", "");
-  c.digest = j.value("FromImageDigest", "");
   const json* config = json_path(j, "OCIv1.config");
   if (!config || !config->is_object()) return c;
   c.entrypoint = strings(config->value("Entrypoint", json()));

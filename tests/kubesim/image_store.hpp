@@ -29,7 +29,6 @@ struct ImageStoreOptions {
 struct ImageConfig {
   std::string ref;     ///< the name found in the store, e.g. localhost/trainbench/worker:0.1.0
   std::string id;      ///< image id (hex)
-  std::string digest;  ///< manifest digest ("sha256:..."), may be ""
   std::vector<std::string> entrypoint;
   std::vector<std::string> cmd;
   std::vector<std::pair<std::string, std::string>> env;

@@ -128,14 +128,9 @@ bool node_fits(const json& pod, const json& node) {
   return true;
 }
 
-/// The imageID a container runtime reports: the repository with the manifest digest.
-std::string image_id(const ImageConfig& image) {
-  if (image.digest.empty()) return "sha256:" + image.id;
-  const auto slash = image.ref.rfind('/');
-  const auto colon = image.ref.rfind(':');
-  const bool tagged = colon != std::string::npos && (slash == std::string::npos || colon > slash);
-  return (tagged ? image.ref.substr(0, colon) : image.ref) + "@" + image.digest;
-}
+/// The imageID: the image's id (its config digest), as a runtime reports an image that has no
+/// registry digest (built here, never pushed).
+std::string image_id(const ImageConfig& image) { return "sha256:" + image.id; }
 
 std::string tail_of_log(const std::string& path, std::size_t max_lines, std::size_t max_bytes) {
   std::string data;
