@@ -972,7 +972,6 @@ struct Kubelet::Impl {
       std::unique_lock<std::mutex> lock(run->mu);
       run->cv.wait_until(lock, deadline, [&] { return run->done || run->fake; });
     }
-    if (images) images->close();  // the containers' mount namespaces went with their processes
   }
 };
 
@@ -989,6 +988,10 @@ void Kubelet::start() {
 }
 
 void Kubelet::stop() { impl_->stop(); }
+
+void Kubelet::release_images() {
+  if (impl_->images) impl_->images->close();
+}
 
 namespace {
 

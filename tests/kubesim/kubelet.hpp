@@ -57,6 +57,9 @@ class Kubelet {
   void start();
   /// Kills every pod's processes (SIGKILL to their process groups) and stops the controller.
   void stop();
+  /// Image mode, after stop(): removes the images' root filesystems (buildah working
+  /// containers). The containers' mounts went with their processes' namespaces.
+  void release_images();
 
   /// Sends `signal` to the pod's containers (all, or the named one): the number signalled, or
   /// -1 when kubesim runs no such pod.
