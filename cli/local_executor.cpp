@@ -62,16 +62,17 @@ std::string sanitize(const std::string& s) {
   return out;
 }
 
+/// base/run-I-LABEL, or, when that exists (a failed run keeps its logs there), that name with a
+/// unique suffix: any number of kept runs never stops a new one.
 std::string make_run_dir(const std::string& base, const RunConfig& run) {
   const std::string stem = base + "/run-" + std::to_string(run.index) + "-" + sanitize(run.label());
-  for (int attempt = 0; attempt < 1000; ++attempt) {
-    std::string dir = attempt == 0 ? stem : stem + "." + std::to_string(attempt);
-    if (::mkdir(dir.c_str(), 0755) == 0) return dir;
-    if (errno != EEXIST) {
-      throw std::runtime_error("cannot create run directory " + dir + ": " + std::strerror(errno));
-    }
+  if (::mkdir(stem.c_str(), 0755) == 0) return stem;
+  if (errno != EEXIST) throw std::runtime_error("cannot create run directory " + stem + ": " + std::strerror(errno));
+  std::string unique = stem + ".XXXXXX";
+  if (::mkdtemp(unique.data()) == nullptr) {
+    throw std::runtime_error("cannot create run directory " + unique + ": " + std::strerror(errno));
   }
-  throw std::runtime_error("cannot create a run directory under " + base + ": too many exist");
+  return unique;
 }
 
 /// The parent's environment with `overrides` replacing or adding variables.

@@ -63,7 +63,7 @@ jq '.[] | select(.kind == "Deployment") | {apiVersion: "v1", kind: "Pod",
     spec: .spec.template.spec}' "$WORK/chart.json" | kc create -f - >/dev/null || fail "operator pod"
 leading() { grep -q "trainbench-operator: leading" <<<"$(kc logs -n tb-system tb-trainbench-0 2>/dev/null)"; }
 wait_for 60 leading || fail "the operator (from its image) is not leading: $(kc logs -n tb-system tb-trainbench-0 2>&1 | tail -5; kc get pod -n tb-system tb-trainbench-0 -o jsonpath='{.status}')"
-expect "operator container's imageID" "$(container_image_id tb-system tb-trainbench-0)" "$OPERATOR_ID"
+expect "operator container's imageID" "$(container_image_id tb-system tb-trainbench-0)" "sha256:$OPERATOR_ID"
 op_ip=$(kc get pod -n tb-system tb-trainbench-0 -o jsonpath='{.status.podIP}')
 op_pid=$(pod_pids "$op_ip" | head -1)
 [ -n "$op_pid" ] || fail "no process found for the operator pod ($op_ip)"
@@ -87,7 +87,7 @@ run_example() {
         [ "$(ids_of "$pid")" = "65532 65532" ] || fail "pod $pod: process $pid runs as $(ids_of "$pid")"
         [ -x "/proc/$pid/root/usr/local/bin/trainbench-worker" ] || fail "pod $pod: process $pid is not in the worker image"
       done
-      expect "pod $pod's imageID" "$(container_image_id default "$pod")" "$WORKER_ID"
+      expect "pod $pod's imageID" "$(container_image_id default "$pod")" "sha256:$WORKER_ID"
       seen+=" $pod"
     done
     [ $SECONDS -lt $((T_JOB + 600)) ] || fail "job $name did not finish in 600 s: $(kc get bj "$name" -o jsonpath='{.status}')"
@@ -132,5 +132,6 @@ prefix=$(sed -n 's/.*pod and node IPs from \(127\.[0-9]*\)\..*/\1/p' "$WORK/kube
 left=$(grep -l "KUBESIM_POD_IP=$prefix\." /proc/[0-9]*/environ 2>/dev/null || true)
 [ -z "$left" ] || fail "processes left: $left"
 ! grep -q "$WORK" /proc/self/mountinfo || fail "mounts left: $(grep "$WORK" /proc/self/mountinfo)"
-expect "buildah containers of kubesim left" "$("${B[@]}" containers --format '{{.ContainerName}}' | grep -c "kubesim" || true)" 0
+expect "buildah containers of this kubesim left" \
+  "$("${B[@]}" containers --format '{{.ContainerName}}' | grep -c "^kubesim-rootfs-$sim_pid-" || true)" 0
 echo "PASS images_e2e"
