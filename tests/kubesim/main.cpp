@@ -25,10 +25,12 @@
 #include "api.hpp"
 #include "audit.hpp"
 #include "auth.hpp"
+#include "deployment_controller.hpp"
 #include "gc.hpp"
 #include "http_server.hpp"
 #include "kubelet.hpp"
 #include "netblock.hpp"
+#include "replicaset_controller.hpp"
 #include "server.hpp"
 #include "tls.hpp"
 
@@ -205,6 +207,10 @@ int main(int argc, char** argv) {
 
     GarbageCollector gc(api);
     gc.start();
+    DeploymentController deployments(api);
+    deployments.start();
+    ReplicaSetController replicasets(api);
+    replicasets.start();
     Kubelet kubelet(api, tokens, kopts);
     kubelet.start();
     handler = std::make_unique<ApiServer>(api, tokens, audit, &kubelet, sopts);
@@ -239,6 +245,8 @@ int main(int argc, char** argv) {
     sd_stop = true;
     if (sd_writer.joinable()) sd_writer.join();
     http.stop();
+    replicasets.stop();  // no new pods while the kubelet stops
+    deployments.stop();
     kubelet.stop();
     gc.stop();
     std::fflush(nullptr);
