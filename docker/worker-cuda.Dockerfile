@@ -19,12 +19,12 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 COPY . /src
 # libtorch from the image's PyTorch (worker/CMakeLists.txt finds it through CMAKE_PREFIX_PATH).
-RUN cmake -S /src -B /tmp/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRAINBENCH_BUILD_TESTS=OFF \
+RUN cmake -S /src -B /tmp/build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRAINBENCH_BUILD_TESTS=OFF \
       -DCMAKE_PREFIX_PATH="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')" \
  && cmake --build /tmp/build --target trainbench trainbench-worker \
- && install -m 0755 /tmp/build/cli/trainbench /tmp/build/worker/trainbench-worker /usr/local/bin/ \
+ && install -s -m 0755 /tmp/build/cli/trainbench /tmp/build/worker/trainbench-worker /usr/local/bin/ \
  && rm -rf /tmp/build /src \
- && ! ldd /usr/local/bin/trainbench-worker | grep 'not found'
+ && ! ldd /usr/local/bin/trainbench /usr/local/bin/trainbench-worker | grep 'not found'
 # The root filesystem is read-only in the pods; the operator mounts an emptyDir on /tmp.
 ENV HOME=/tmp
 USER 65532:65532

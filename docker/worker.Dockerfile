@@ -7,30 +7,45 @@
 # Image: trainbench/worker:0.1.0   (the operator's default spec.template.image; tag = the project version)
 # Build, from the repository root:
 #   docker build -f docker/worker.Dockerfile -t trainbench/worker:0.1.0 .
-# Not built in this project's CI (no container engine there); tests/helm checks that the name, tag
-# and uid here agree with the operator and the chart (docs/install.md).
+# The bases are build arguments so that tests can give local stand-ins; the defaults are what a
+# user builds from. This project's tests build this file with buildah (scripts/images.sh, with
+# local bases made by mmdebstrap) and run the image (tests/images, docs/install.md "Images").
+ARG BUILD_IMAGE=debian:bookworm
+ARG RUNTIME_IMAGE=debian:bookworm-slim
 
-FROM debian:bookworm AS build
+FROM ${BUILD_IMAGE} AS build
 # scripts/install-deps.sh's build packages (no test frameworks: tests are off here).
-RUN apt-get update \
- && apt-get install -y --no-install-recommends build-essential cmake ninja-build pkg-config \
+# apt's downloads and lists and ccache's objects live in cache mounts, kept between builds.
+RUN --mount=type=cache,id=trainbench-apt-archives,target=/var/cache/apt/archives,sharing=locked \
+    --mount=type=cache,id=trainbench-apt-lists,target=/var/lib/apt/lists,sharing=locked \
+    rm -f /etc/apt/apt.conf.d/docker-clean \
+ && apt-get update \
+ && apt-get install -y --no-install-recommends build-essential cmake ninja-build pkg-config ccache \
       libtorch-dev libgloo-dev libyaml-cpp-dev nlohmann-json3-dev libcpprest-dev libssl-dev \
-      prometheus-cpp-dev libboost-dev \
- && rm -rf /var/lib/apt/lists/*
+      prometheus-cpp-dev libboost-dev
 WORKDIR /src
 COPY . .
-RUN cmake -S . -B /tmp/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTRAINBENCH_BUILD_TESTS=OFF \
- && cmake --build /tmp/build --target trainbench trainbench-worker \
- && install -D -m 0755 /tmp/build/cli/trainbench /rootfs/usr/local/bin/trainbench \
- && install -D -m 0755 /tmp/build/worker/trainbench-worker /rootfs/usr/local/bin/trainbench-worker
+# The flags of the tested build (scripts/build.sh: RelWithDebInfo), stripped at install. The build
+# tree is a cache mount (incremental rebuilds, and no objects in the image's layers); ccache sees
+# paths relative to the source tree (CCACHE_BASEDIR), as scripts/build.sh has it, so its objects
+# serve both builds (scripts/images.sh).
+RUN --mount=type=cache,id=trainbench-ccache,target=/root/.cache/ccache \
+    --mount=type=cache,id=trainbench-build-worker,target=/src/build \
+    export CCACHE_BASEDIR=/src CCACHE_NOHASHDIR=1 \
+ && cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRAINBENCH_BUILD_TESTS=OFF \
+ && cmake --build build --target trainbench trainbench-worker \
+ && install -D -s -m 0755 build/cli/trainbench /rootfs/usr/local/bin/trainbench \
+ && install -D -s -m 0755 build/worker/trainbench-worker /rootfs/usr/local/bin/trainbench-worker
 
-FROM debian:bookworm-slim
+FROM ${RUNTIME_IMAGE}
 # Runtime libraries only (apt pulls their dependencies); libopenblas0-pthread becomes libblas.so.3
 # (Debian's reference BLAS is about 5x slower, docs/development.md).
-RUN apt-get update \
+RUN --mount=type=cache,id=trainbench-apt-archives,target=/var/cache/apt/archives,sharing=locked \
+    --mount=type=cache,id=trainbench-apt-lists,target=/var/lib/apt/lists,sharing=locked \
+    rm -f /etc/apt/apt.conf.d/docker-clean \
+ && apt-get update \
  && apt-get install -y --no-install-recommends libtorch1.13 libgloo0 libopenblas0-pthread \
-      libyaml-cpp0.7 libcpprest2.10 libssl3 libprometheus-cpp-core1.0 \
- && rm -rf /var/lib/apt/lists/*
+      libyaml-cpp0.7 libcpprest2.10 libssl3 libprometheus-cpp-core1.0
 COPY --from=build /rootfs/usr/local/bin/ /usr/local/bin/
 # Fail the build when a library is missing rather than the first benchmark pod.
 RUN ! ldd /usr/local/bin/trainbench /usr/local/bin/trainbench-worker | grep 'not found'

@@ -21,6 +21,7 @@ PKGS=(
   prometheus                        # a real Prometheus (2.42) + promtool for the metrics e2e test
   python3                           # helm's layer.zip is unpacked with zipfile; test helpers
   clang-14 libclang-rt-14-dev       # fuzz/: libFuzzer + ASan/UBSan runtimes (build-fuzz/)
+  buildah mmdebstrap                # tests/images: the images built for real (scripts/images.sh)
 )
 # Node.js + npm (helm comes from npm; the dashboard's schema check runs ajv): Debian's packages,
 # unless a node with npm is already installed (NodeSource's nodejs bundles npm and conflicts with

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Builds trainbench's CPU container images for real, with no Docker engine: Debian's mmdebstrap
+# makes the base images from the same archive apt uses, and buildah (vfs storage, chroot
+# isolation) runs docker/operator.Dockerfile and docker/worker.Dockerfile unchanged, their bases
+# given as build arguments (docs/install.md, "Images").
+#
+# Usage: scripts/images.sh [--bases-only]
+#
+# Makes, in buildah's storage (`buildah --storage-driver vfs images`):
+#   localhost/trainbench-base/debian:bookworm        stands in for debian:bookworm (build stages)
+#   localhost/trainbench-base/debian:bookworm-slim   stands in for debian:bookworm-slim
+#   localhost/trainbench-base/distroless-cc:nonroot  stands in for gcr.io/distroless/cc-debian12:nonroot
+#   localhost/trainbench/operator:VERSION and localhost/trainbench/worker:VERSION (VERSION: the
+#   project's, as the chart and the operator name them)
+#
+# Caches (a second run on the same machine takes seconds when nothing changed):
+#   - each base's mmdebstrap tarball under $TRAINBENCH_IMAGE_CACHE (default
+#     ~/.cache/trainbench/images), keyed by the sha256 of its mmdebstrap arguments, package list
+#     and hook, and rebuilt when older than TRAINBENCH_BASE_MAX_AGE_DAYS (7) so that Debian's
+#     security updates come in; the base image carries the key as a label and is remade only when
+#     the key changes;
+#   - buildah's layer cache (`--layers`): unchanged steps are reused;
+#   - the Dockerfiles' `RUN --mount=type=cache` mounts (apt's downloads and lists, ccache), which
+#     buildah keeps between builds as BuildKit does; here the ccache and apt-archive mounts are
+#     this machine's own caches (share_cache below), so the image builds reuse what
+#     scripts/build.sh compiled and scripts/install-deps.sh downloaded.
+# Prints each step's time; TRAINBENCH_IMAGE_TIMES=FILE also appends "step seconds" lines there.
+# Needs root (buildah's vfs storage and chroot isolation as used here); scripts/install-deps.sh
+# installs buildah and mmdebstrap.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BASES_ONLY=0
+case "${1:-}" in
+  "") ;;
+  --bases-only) BASES_ONLY=1 ;;
+  *) echo "usage: scripts/images.sh [--bases-only]" >&2; exit 2 ;;
+esac
+[ "$(id -u)" -eq 0 ] || { echo "images.sh: needs root (buildah vfs storage + chroot isolation)" >&2; exit 1; }
+for tool in buildah mmdebstrap; do
+  command -v "$tool" >/dev/null || { echo "images.sh: $tool not found: run scripts/install-deps.sh" >&2; exit 1; }
+done
+
+VERSION=$(sed -n 's/^project(trainbench VERSION \([0-9][0-9.]*\).*/\1/p' CMakeLists.txt)
+CACHE=${TRAINBENCH_IMAGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/trainbench/images}
+MAX_AGE_DAYS=${TRAINBENCH_BASE_MAX_AGE_DAYS:-7}
+BASE=localhost/trainbench-base
+BUILDAH=(buildah --storage-driver vfs)
+mkdir -p "$CACHE"
+
+# timed NAME CMD...: runs CMD, then prints (and records) how long it took.
+timed() {
+  local name=$1 t0=$SECONDS
+  shift
+  "$@"
+  echo "images.sh: $name: $((SECONDS - t0)) s" >&2
+  [ -z "${TRAINBENCH_IMAGE_TIMES:-}" ] || echo "$name $((SECONDS - t0))" >>"$TRAINBENCH_IMAGE_TIMES"
+}
+
+# label_of IMAGE: the image's trainbench.base-key label, or "" when the image is absent.
+label_of() {
+  "${BUILDAH[@]}" inspect --type image --format '{{index .OCIv1.Config.Labels "trainbench.base-key"}}' "$1" 2>/dev/null || true
+}
+
+# base NAME TAG... -- MMDEBSTRAP-ARGS: the tarball (cached by the arguments' and hook's hash) made
+# into an image tagged TAG...; the image's config (user, workdir, env) is given by BASE_CONFIG.
+base() {
+  local name=$1 tags=() args key tar hooks=""
+  shift
+  while [ "$1" != "--" ]; do tags+=("$1"); shift; done
+  shift
+  args=("$@")
+  for a in "${args[@]}"; do
+    case $a in --extract-hook=*) hooks+=$(cat "${a#--extract-hook=}") ;; esac
+  done
+  key=$(printf '%s\n' "${args[@]}" "$hooks" "${BASE_CONFIG[@]}" | sha256sum | cut -c1-16)
+  tar=$CACHE/$name-$key.tar
+  if [ -f "$tar" ] && [ -z "$(find "$tar" -mtime +"$MAX_AGE_DAYS")" ]; then
+    echo "images.sh: $name: cached tarball $tar"
+  else
+    rm -f "$CACHE/$name"-*.tar
+    timed "base $name (mmdebstrap)" mmdebstrap --quiet --format=tar "${args[@]}" bookworm "$tar.part"
+    mv "$tar.part" "$tar"
+  fi
+  if [ "$(label_of "${tags[0]}")" = "$key" ] && [ ! "$tar" -nt "$CACHE/$name.stamp" ]; then
+    echo "images.sh: $name: ${tags[0]} is current"
+    return
+  fi
+  local c
+  c=$("${BUILDAH[@]}" from scratch)
+  "${BUILDAH[@]}" add "$c" "$tar" / >/dev/null
+  "${BUILDAH[@]}" config --label "trainbench.base-key=$key" "${BASE_CONFIG[@]}" "$c"
+  "${BUILDAH[@]}" commit --quiet --rm "$c" "${tags[0]}" >/dev/null
+  for t in "${tags[@]:1}"; do "${BUILDAH[@]}" tag "${tags[0]}" "$t"; done
+  touch "$CACHE/$name.stamp"
+  echo "images.sh: $name: made ${tags[*]}"
+}
+
+build_bases() {
+  # Debian's own images are minbase root filesystems with apt's sources for bookworm, its
+  # updates and security (mmdebstrap adds those for a stable suite), as here.
+  BASE_CONFIG=(--env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --cmd bash)
+  base debian-minbase "$BASE/debian:bookworm" "$BASE/debian:bookworm-slim" -- --variant=minbase
+  # distroless/cc: glibc, libgcc, libstdc++, libgomp, OpenSSL's library, CA certificates, tzdata,
+  # the nonroot user; no shell (docker/bases/distroless-cc.hook.sh).
+  BASE_CONFIG=(--env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+    --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt --user 65532 --workingdir /home/nonroot)
+  base distroless-cc "$BASE/distroless-cc:nonroot" -- --variant=extract \
+    --include=base-files,netbase,tzdata,ca-certificates,libc6,libgcc-s1,libstdc++6,libgomp1,libssl3 \
+    --extract-hook="docker/bases/distroless-cc.hook.sh"
+}
+
+# share_cache ID HOST_DIR: the Dockerfiles' `RUN --mount=type=cache,id=ID` is, for buildah, the
+# directory $TMPDIR (or /var/tmp)/buildah-cache-UID/ID; it is made a link to this machine's own
+# cache HOST_DIR, so that what scripts/build.sh compiled (the same compiler, flags and paths
+# relative to the source tree) and what apt downloaded serve the image builds too. Off with
+# TRAINBENCH_IMAGE_SHARE_CACHES=0 (then the mounts are buildah's own, still kept between builds).
+share_cache() {
+  local id=$1 host_dir=$2 dir
+  dir=${TMPDIR:-/var/tmp}/buildah-cache-$(id -u)/$id
+  [ "${TRAINBENCH_IMAGE_SHARE_CACHES:-1}" = 1 ] && [ -d "$host_dir" ] || return 0
+  [ "$(readlink "$dir" 2>/dev/null)" = "$host_dir" ] && return 0
+  mkdir -p "$(dirname "$dir")"
+  rm -rf "$dir"
+  ln -s "$host_dir" "$dir"
+  echo "images.sh: cache mount $id is $host_dir"
+}
+
+# image NAME RUNTIME_BASE: docker/NAME.Dockerfile built as trainbench/NAME:VERSION.
+image() {
+  local name=$1 runtime=$2
+  timed "image $name" "${BUILDAH[@]}" bud --isolation chroot --pull=never --quiet \
+    -f "docker/$name.Dockerfile" --ignorefile "docker/$name.Dockerfile.dockerignore" \
+    --build-arg "BUILD_IMAGE=$BASE/debian:bookworm" --build-arg "RUNTIME_IMAGE=$runtime" \
+    -t "trainbench/$name:$VERSION" . >/dev/null
+  "${BUILDAH[@]}" images --format '{{.Name}}:{{.Tag}} {{.Size}}' "trainbench/$name:$VERSION"
+}
+
+timed "bases" build_bases
+[ "$BASES_ONLY" = 1 ] && exit 0
+command -v ccache >/dev/null && share_cache trainbench-ccache "$(ccache -k cache_dir)"
+share_cache trainbench-apt-archives /var/cache/apt/archives
+image operator "$BASE/distroless-cc:nonroot"
+image worker "$BASE/debian:bookworm-slim"
+# Intermediate images the layer cache no longer needs (older builds' layers) are pruned.
+"${BUILDAH[@]}" rmi --prune >/dev/null 2>&1 || true

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The built images exercised, not just built (scripts/images.sh makes them; docs/install.md
+# "Images"):
+#  - the operator image: runs /usr/local/bin/trainbench-operator through `buildah run` as its
+#    USER, 65532:65532, with no shell anywhere in the image;
+#  - the worker image: runs `trainbench-worker` and `trainbench node-launch` as 65532:65532;
+#  - every ELF executable and shared library in both images resolves every library it needs,
+#    asked of the image's own dynamic loader inside the image (what ldd does; distroless has no
+#    ldd);
+#  - no file in either image is writable by the runtime user, except the paths the pods mount
+#    (the worker pods' and the chart's operator pod's emptyDir at /tmp).
+# Needs root, buildah, the images (scripts/images.sh). Exits 1 naming what is wrong.
+set -euo pipefail
+REPO=${REPO:-$(cd "$(dirname "$0")/../.." && pwd)}
+VERSION=$(sed -n 's/^project(trainbench VERSION \([0-9][0-9.]*\).*/\1/p' "$REPO/CMakeLists.txt")
+B=(buildah --storage-driver vfs)
+OPERATOR=localhost/trainbench/operator:$VERSION
+WORKER=localhost/trainbench/worker:$VERSION
+# The paths every pod of each image mounts (an emptyDir): operator/controller/manifests.cpp for
+# the worker pods, helm/trainbench/templates/deployment.yaml for the operator.
+POD_MOUNTS=(/tmp)
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+pass() { echo "PASS: $*"; }
+
+[ "$(id -u)" -eq 0 ] || fail "needs root (buildah vfs storage)"
+containers=()
+cleanup() { for c in "${containers[@]}"; do "${B[@]}" rm "$c" >/dev/null 2>&1 || true; done; }
+trap cleanup EXIT
+
+# open IMAGE: a working container of IMAGE (removed at exit); prints its name.
+open() {
+  "${B[@]}" inspect --type image "$1" >/dev/null 2>&1 || fail "image $1 not found: run scripts/images.sh"
+  local c
+  c=$("${B[@]}" from --pull=never --quiet "$1")
+  containers+=("$c")
+  echo "$c"
+}
+
+# config IMAGE GO-TEMPLATE
+config() { "${B[@]}" inspect --type image --format "$2" "$1"; }
+
+# run_as_user CONTAINER CMD...: CMD inside the image as its USER; stdout+stderr.
+run_as_user() { local c=$1; shift; "${B[@]}" run --isolation chroot "$c" -- "$@" 2>&1; }
+
+check_user_and_entrypoint() {
+  expect_eq "operator USER" "$(config "$OPERATOR" '{{.OCIv1.Config.User}}')" "65532:65532"
+  expect_eq "operator ENTRYPOINT" "$(config "$OPERATOR" '{{json .OCIv1.Config.Entrypoint}}')" '["/usr/local/bin/trainbench-operator"]'
+  expect_eq "worker USER" "$(config "$WORKER" '{{.OCIv1.Config.User}}')" "65532:65532"
+  expect_eq "worker CMD" "$(config "$WORKER" '{{json .OCIv1.Config.Cmd}}')" '["trainbench","version"]'
+}
+
+expect_eq() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; pass "$1 = $3"; }
+
+# no_shell ROOT: no shell or package manager anywhere in the root filesystem.
+no_shell() {
+  local found
+  found=$(find "$1" -xdev \( -name sh -o -name bash -o -name dash -o -name busybox -o -name apt-get \
+    -o -name dpkg -o -name perl -o -name python3 \) 2>/dev/null | sed "s|^$1||" || true)
+  [ -z "$found" ] || fail "the operator image has a shell or interpreter: $found"
+  pass "the operator image has no shell, interpreter or package manager"
+}
+
+# libraries_resolve NAME ROOT: every ELF file in ROOT, listed by the image's own loader.
+libraries_resolve() {
+  local name=$1 root=$2 loader=/lib64/ld-linux-x86-64.so.2 n=0 missing=""
+  [ -e "$root$loader" ] || fail "$name: no dynamic loader at $loader"
+  while IFS= read -r f; do
+    head -c 4 "$f" 2>/dev/null | grep -q $'^\x7fELF' || continue
+    n=$((n + 1))
+    out=$(chroot "$root" "$loader" --list "${f#"$root"}" 2>&1) || {
+      # A static executable or a library the loader will not list is reported, not failed.
+      grep -q "not a dynamic executable\|statically linked" <<<"$out" && continue
+    }
+    grep -q "not found" <<<"$out" && missing+=$'\n'"${f#"$root"}: $(grep 'not found' <<<"$out" | tr -s ' \t' ' ')"
+  done < <(find "$root" -xdev -type f \( -perm -u+x -o -name '*.so*' \) \
+    \( -path "$root/usr/*" -o -path "$root/lib*" -o -path "$root/bin/*" -o -path "$root/sbin/*" \))
+  [ -z "$missing" ] || fail "$name: libraries not found:$missing"
+  [ "$n" -gt 0 ] || fail "$name: no ELF files found"
+  pass "$name: all $n ELF files resolve every library (the image's loader, inside the image)"
+}
+
+# nothing_writable NAME ROOT: no file or directory the runtime user (65532:65532) may write, other
+# than the pod mounts (and what is under them), symlinks aside.
+nothing_writable() {
+  local name=$1 root=$2 prune=() writable
+  for m in "${POD_MOUNTS[@]}"; do prune+=(-path "$root$m" -prune -o); done
+  writable=$(find "$root" -xdev "${prune[@]}" ! -type l \( \( -uid 65532 -perm -u+w \) \
+    -o \( -gid 65532 -perm -g+w \) -o -perm -o+w \) -print 2>/dev/null | sed "s|^$root||" | head -20)
+  [ -z "$writable" ] || fail "$name: writable by uid 65532 outside the pod's mounts (${POD_MOUNTS[*]}): $writable"
+  pass "$name: nothing writable by uid 65532 outside the pod's mounts (${POD_MOUNTS[*]})"
+}
+
+check_user_and_entrypoint
+
+op=$(open "$OPERATOR")
+op_root=$("${B[@]}" mount "$op")
+no_shell "$op_root"
+out=$(run_as_user "$op" /usr/local/bin/trainbench-operator --help) || fail "trainbench-operator --help in the image: $out"
+grep -q -- "--kubeconfig" <<<"$out" || fail "trainbench-operator --help printed no usage: $out"
+pass "the operator image runs trainbench-operator (buildah run, no shell)"
+libraries_resolve "operator image" "$op_root"
+nothing_writable "operator image" "$op_root"
+
+wk=$(open "$WORKER")
+wk_root=$("${B[@]}" mount "$wk")
+out=$(run_as_user "$wk" id -u) && [ "$out" = 65532 ] || fail "worker image: id -u gave '$out', want 65532"
+out=$(run_as_user "$wk" id -g) && [ "$out" = 65532 ] || fail "worker image: id -g gave '$out', want 65532"
+pass "the worker image runs as 65532:65532"
+out=$(run_as_user "$wk" trainbench-worker --help) || fail "trainbench-worker --help in the image: $out"
+grep -qi "usage" <<<"$out" || fail "trainbench-worker --help printed no usage: $out"
+out=$(run_as_user "$wk" trainbench node-launch --help) || fail "trainbench node-launch --help in the image: $out"
+grep -qi "usage" <<<"$out" || fail "trainbench node-launch --help printed no usage: $out"
+out=$(run_as_user "$wk" trainbench version) || fail "trainbench version in the image: $out"
+grep -q "$VERSION" <<<"$out" || fail "trainbench version in the image printed '$out', not $VERSION"
+pass "the worker image runs trainbench-worker, trainbench node-launch and trainbench version ($VERSION)"
+blas=$(chroot "$wk_root" readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3)
+case $blas in *openblas*) pass "worker image: libblas.so.3 is OpenBLAS ($blas)" ;;
+  *) fail "worker image: libblas.so.3 is $blas, not OpenBLAS (5x slower)" ;; esac
+libraries_resolve "worker image" "$wk_root"
+nothing_writable "worker image" "$wk_root"
+echo "PASS image_checks"
