@@ -47,7 +47,9 @@ bool rolled_out(const Kubesim& sim, const std::string& name) {
 }
 
 const json* condition(const json& obj, const std::string& type) {
-  for (const auto& c : obj["status"]["conditions"]) {
+  const json* status = obj.contains("status") ? &obj["status"] : nullptr;
+  if (!status || !status->contains("conditions")) return nullptr;
+  for (const auto& c : (*status)["conditions"]) {
     if (c.value("type", "") == type) return &c;
   }
   return nullptr;
@@ -260,6 +262,30 @@ TEST(KubesimDeployments, ValidationAsTheRealServer) {
   EXPECT_EQ(d["spec"]["progressDeadlineSeconds"], 600);
   EXPECT_EQ(d["spec"]["template"]["spec"]["restartPolicy"], "Always");
   EXPECT_EQ(d["spec"]["template"]["spec"]["dnsPolicy"], "ClusterFirst");
+}
+
+TEST(KubesimDeployments, PodsThatCannotBeCreatedAreRetried) {
+  Kubesim sim;
+  std::string yaml = deployment_yaml("web", 1);
+  yaml.replace(yaml.find("      containers:"), 0, "      serviceAccountName: later\n");
+  ASSERT_EQ(sim.apply(yaml).code, 0);
+  // ServiceAccount admission refuses the pods: the ReplicaSet says why, as the real controller.
+  ASSERT_TRUE(wait_until(20, [&] {
+    json rss = sim.get_json({"replicasets", "-l", "app=web"});
+    return rss.is_object() && rss["items"].size() == 1 && condition(rss["items"][0], "ReplicaFailure") != nullptr;
+  }));
+  json rs = sim.get_json({"replicasets", "-l", "app=web"})["items"][0];
+  const json* failure = condition(rs, "ReplicaFailure");
+  EXPECT_EQ((*failure)["reason"], "FailedCreate");
+  EXPECT_NE((*failure)["message"].get<std::string>().find("serviceaccount \"later\" not found"), std::string::npos)
+      << (*failure)["message"];
+  CmdResult ev =
+      sim.kubectl({"get", "events", "--field-selector", "reason=FailedCreate", "-o", "jsonpath={.items[*].message}"});
+  EXPECT_NE(ev.out.find("Error creating: pods \"" + rs["metadata"]["name"].get<std::string>() + "-"), std::string::npos)
+      << ev.out;
+  ASSERT_EQ(sim.kubectl({"create", "serviceaccount", "later"}).code, 0);
+  ASSERT_TRUE(rolled_out(sim, "web"));
+  EXPECT_EQ(condition(sim.get_json({"replicasets", "-l", "app=web"})["items"][0], "ReplicaFailure"), nullptr);
 }
 
 TEST(KubesimDeployments, Discovery) {
