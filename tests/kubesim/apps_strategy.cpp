@@ -34,6 +34,8 @@ void default_workload(const ResourceType& t, json& obj) {
     if (!spec.contains("progressDeadlineSeconds")) spec["progressDeadlineSeconds"] = 600;
   }
   json& tmpl = object_at(spec, "template");
+  // As the real server serializes a PodTemplateSpec's ObjectMeta.
+  object_at(tmpl, "metadata")["creationTimestamp"] = nullptr;
   default_pod_template_spec(object_at(tmpl, "spec"));
 }
 

@@ -52,13 +52,12 @@ long long max_unavailable(const json& d) {
   return std::min(fenceposts(d).second, n);
 }
 
+// EqualIgnoreHash's view of a template: without the pod-template-hash label, semantically.
 json template_without_hash(json tmpl) {
-  json* labels = tmpl.contains("metadata") ? &tmpl["metadata"] : nullptr;
-  if (labels && labels->contains("labels") && (*labels)["labels"].is_object()) {
-    (*labels)["labels"].erase(kPodTemplateHash);
-    if ((*labels)["labels"].empty()) labels->erase("labels");
+  if (tmpl.contains("metadata") && tmpl["metadata"].contains("labels") && tmpl["metadata"]["labels"].is_object()) {
+    tmpl["metadata"]["labels"].erase(kPodTemplateHash);
   }
-  return tmpl;
+  return semantic_form(tmpl);
 }
 
 long long revision_of(const json& rs) {

@@ -107,6 +107,23 @@ std::string go_label_selector(const json& selector) {
          ", MatchExpressions:" + exprs + "}";
 }
 
+json semantic_form(const json& value) {
+  if (value.is_object()) {
+    json out = json::object();
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      json v = semantic_form(it.value());
+      if (!v.is_null() && !((v.is_object() || v.is_array()) && v.empty())) out[it.key()] = std::move(v);
+    }
+    return out;
+  }
+  if (value.is_array()) {
+    json out = json::array();
+    for (const auto& e : value) out.push_back(semantic_form(e));
+    return out;
+  }
+  return value;
+}
+
 long long scaled_value(const json& v, long long total, bool round_up) {
   if (v.is_number_integer()) return v.get<long long>();
   if (!v.is_string()) return 0;

@@ -37,6 +37,11 @@ std::string go_string_map(const json& labels);
 /// Go's %#v of a v1.LabelSelector, as field.Invalid prints one.
 std::string go_label_selector(const json& selector);
 
+/// A value as apiequality.Semantic.DeepEqual compares typed objects: nulls and empty maps/lists
+/// dropped (a template that went through a Go client, e.g. `kubectl rollout undo`, carries
+/// `creationTimestamp: null` and empty fields that the stored one may lack).
+json semantic_form(const json& value);
+
 /// intstr.GetScaledValueFromIntOrPercent: 3, "25%" of total (rounded up or down).
 long long scaled_value(const json& int_or_percent, long long total, bool round_up);
 

@@ -190,6 +190,20 @@ TEST(KubesimDeployments, TemplateChangeRollsToNewReplicaSet) {
   EXPECT_NE(ev.out.find("Scaled up replica set " + new_rs + " from 0 to 1"), std::string::npos) << ev.out;
   EXPECT_NE(ev.out.find("Scaled down replica set " + old_rs + " from 2 to 1"), std::string::npos) << ev.out;
 
+  // kubectl rollout undo: the old template again, so its ReplicaSet again, as revision 3.
+  CmdResult undo = sim.kubectl({"rollout", "undo", "deployment/web"});
+  ASSERT_EQ(undo.code, 0) << undo.err;
+  ASSERT_TRUE(rolled_out(sim, "web"));
+  json after = sim.get_json({"replicasets", "-l", "app=web"});
+  ASSERT_EQ(after["items"].size(), 2u) << "undo makes no third ReplicaSet";
+  for (const auto& rs : after["items"]) {
+    bool back = rs["metadata"]["name"] == old_rs;
+    EXPECT_EQ(rs["spec"]["replicas"], back ? 2 : 0) << rs["metadata"]["name"];
+    if (back) {
+      EXPECT_EQ(rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"], "3");
+    }
+  }
+
   // Recreate: the old pods are gone before the new ReplicaSet gets any.
   std::string recreate = "  strategy: {type: Recreate}\n";
   ASSERT_EQ(sim.apply(deployment_yaml("rec", 2, "a", recreate)).code, 0);
