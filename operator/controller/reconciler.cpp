@@ -332,6 +332,11 @@ class Reconcile {
     const bool created = run_status(run.index).pods_created.value_or(false);
     const auto [failure, reason] = attempt_failure(expected, present, created);
     if (!failure.empty()) {
+      // Pods present but not recorded as created: the leader that created them died (or its
+      // RunStarted Event create failed) before its status write, and they failed before any
+      // reconcile recorded them. The attempt did start: its RunStarted Event is recorded now
+      // (same name: AlreadyExists if it was), before the Event of its end.
+      if (!created && !present.empty()) record_start(run, present.size());
       restart_or_fail(run, pol, failure, reason);
     } else if (!created) {
       start_attempt(run, pol, expected, present);
@@ -364,12 +369,19 @@ class Reconcile {
     rs.pods_created = true;
     rs.phase = RunPhase::kStarting;
     rs.attempt_start_time = now_;
+    record_start(run, expected.size() - present.size());
+    requeue(std::chrono::seconds(pol.scheduling_timeout_seconds));
+  }
+
+  /// The current attempt's start: the run's startTime (its first attempt's) and the RunStarted
+  /// Event, named by run and attempt.
+  void record_start(const RunConfig& run, std::size_t pods) {
+    RunStatus& rs = run_status(run.index);
     if (!rs.start_time) rs.start_time = now_;
     emit("Normal", "RunStarted",
          "run " + std::to_string(run.index) + " (" + rs.label + ") attempt " + std::to_string(rs.attempt) +
-             ": created " + std::to_string(expected.size() - present.size()) + " pods",
+             ": created " + std::to_string(pods) + " pods",
          run_key(run.index, rs.attempt));
-    requeue(std::chrono::seconds(pol.scheduling_timeout_seconds));
   }
 
   /// Gang start: every pod must be running (or done) within schedulingTimeoutSeconds.

@@ -9,7 +9,10 @@
 // Writes DIR/{ca.crt,ca.key,server.crt,server.key,kubeconfig,admin-token,audit.log}, prints
 // "kubesim ready https://127.0.0.1:PORT" and serves until SIGTERM/SIGINT.
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -98,6 +101,73 @@ void configure_faults(ApiServer& server, const std::string& arg) {
     usage("--faults: " + e.message());
   }
 }
+
+/// Shutdown is bounded (issue 12: once in CI a kubesim logged "shutting down" and never exited,
+/// holding its test until ctest's timeout). Each step names itself; a step still running after
+/// the bound makes a thread say which one on stderr, with every thread's kernel wait channel and
+/// system call (/proc/self/task), and end the process with exit code 3. Malloc-free: whatever
+/// holds the process up may hold the allocator.
+constexpr int kShutdownBound = 10;  // seconds; a normal shutdown takes at most ~3 s (--max-grace)
+
+class ShutdownWatchdog {
+ public:
+  explicit ShutdownWatchdog(int seconds) {
+    std::thread([seconds] {
+      std::this_thread::sleep_for(std::chrono::seconds(seconds));
+      char line[256];
+      std::snprintf(line, sizeof line, "kubesim: shutdown stuck for %d s %s; threads (tid comm wchan syscall):\n",
+                    seconds, step_.load());
+      say(line);
+      say_threads();
+      _exit(3);
+    }).detach();
+  }
+  void step(const char* what) { step_.store(what); }
+  static void say(const char* text) {
+    if (::write(2, text, std::strlen(text)) < 0) {
+      // nowhere else to say it
+    }
+  }
+
+ private:
+  static void say_file(const char* path) {
+    char buf[128];
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0) return;
+    buf[n] = '\0';
+    for (ssize_t i = 0; i < n; ++i) {
+      if (buf[i] == '\n') buf[i] = ' ';
+    }
+    say(buf);
+    say(" ");
+  }
+  static void say_threads() {
+    const int dir = ::open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return;
+    char ents[4096];
+    for (long n; (n = ::syscall(SYS_getdents64, dir, ents, sizeof ents)) > 0;) {
+      for (long off = 0; off < n;) {
+        const auto* e = reinterpret_cast<const dirent64*>(ents + off);
+        off += e->d_reclen;
+        if (e->d_name[0] == '.') continue;
+        char path[96];
+        say("  ");
+        say(e->d_name);
+        say(" ");
+        for (const char* f : {"comm", "wchan", "syscall"}) {
+          std::snprintf(path, sizeof path, "/proc/self/task/%s/%s", e->d_name, f);
+          say_file(path);
+        }
+        say("\n");
+      }
+    }
+    ::close(dir);
+  }
+  static inline std::atomic<const char*> step_{"before its first step"};  // static: outlives main's frame
+};
 
 }  // namespace
 
@@ -242,14 +312,22 @@ int main(int argc, char** argv) {
     int sig = 0;
     sigwait(&stop_signals, &sig);
     std::fprintf(stderr, "kubesim: %s, shutting down\n", strsignal(sig));
+    ShutdownWatchdog watchdog(kShutdownBound);
+    watchdog.step("stopping the Prometheus SD writer");
     sd_stop = true;
     if (sd_writer.joinable()) sd_writer.join();
+    watchdog.step("closing the listener");
     http.stop();
+    watchdog.step("stopping the replicaset and deployment controllers");
     replicasets.stop();  // no new pods while the kubelet stops
     deployments.stop();
+    watchdog.step("stopping the kubelet");
     kubelet.stop();
+    watchdog.step("stopping the garbage collector");
     gc.stop();
+    watchdog.step("flushing stdio");
     std::fflush(nullptr);
+    watchdog.say("kubesim: stopped\n");
     _exit(0);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kubesim: %s\n", e.what());

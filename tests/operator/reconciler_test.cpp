@@ -412,6 +412,30 @@ TEST(Reconciler, TransitionEventsHaveOneNamePerTransition) {
   EXPECT_EQ(event_names(reconcile(recreated)), std::vector<std::string>{"bj.runstarted.r0.a0.01234567"});
 }
 
+/// The chaos soak's one missing Event (issue 12, soak-015: no RunStarted for run 1 attempt 1): a
+/// leader created an attempt's pods and died before its RunStarted Event and status write; a pod
+/// of the attempt was killed before the next leader's first reconcile, which restarted the run
+/// at once. The attempt did run: its RunStarted Event comes first, under its own name (a no-op
+/// AlreadyExists had the dead leader recorded it), then the RunRestarted.
+TEST(Reconciler, AnAttemptThatFailedBeforeItsStartWasRecordedStillGetsItsStartEvent) {
+  for (const int backoff_limit : {1, 0}) {  // restarted, or failed for good
+    Observed o{job_object({{"runPolicy", {{"backoffLimit", backoff_limit}}}}), {}, {}, {}, false, false, false, t0()};
+    const Decision first = reconcile(o);
+    for (const auto* a : of(first, Action::Verb::Create, "pods")) o.pods.push_back(a->body);  // no Event, no status
+    all_running(o);
+    set_phase(o, trainer_pod_name("bj", 0, 0, 0), "Failed", 137);
+    o.now = t0() + std::chrono::seconds(4);  // the next leader
+    const Decision d = reconcile(o);
+    const std::string end = backoff_limit > 0 ? "bj.runrestarted.r0.a0.uid-1" : "bj.runfailed.r0.a0.uid-1";
+    const std::vector<std::string> names = event_names(d);
+    ASSERT_GE(names.size(), 2u) << "backoffLimit " << backoff_limit;
+    EXPECT_EQ(names[0], "bj.runstarted.r0.a0.uid-1") << "backoffLimit " << backoff_limit;
+    EXPECT_EQ(names[1], end);
+    EXPECT_EQ(of(d, Action::Verb::Event)[0]->body["message"], "run 0 (1 CPUs -- no ddp) attempt 0: created 2 pods");
+    EXPECT_EQ(status_of(d)["runs"][0]["startTime"], "2026-11-22T10:00:04Z");
+  }
+}
+
 /// n2 not Ready since t0 + 10 s, lost after 60 s.
 NodeHealth n2_unknown() {
   NodeHealth h;
