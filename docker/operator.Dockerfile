@@ -35,13 +35,14 @@ RUN --mount=type=cache,id=trainbench-ccache,target=/root/.cache/ccache \
  && install -D -s -m 0755 build/operator/trainbench-operator /rootfs/usr/local/bin/trainbench-operator
 # The shared libraries it loads beyond distroless/cc's glibc, libstdc++ and libgcc (yaml-cpp,
 # cpprest, OpenSSL, prometheus-cpp, brotli, zlib ...), from the same Debian release. And
-# distroless' /home/nonroot, which belongs to 65532, made root's: the operator writes nothing
-# there, and no file in the image is to be writable by its user (tests/images/image_checks.sh).
+# distroless' /home/nonroot (65532's) and /var/tmp, /var/lock (world-writable) made root's: the
+# operator writes nothing there, and no file in the image is to be writable by its user except
+# /tmp, where the pod mounts an emptyDir (tests/images/image_checks.sh).
 RUN set -eu; libdir=/rootfs/usr/lib/$(gcc -print-multiarch); mkdir -p "$libdir"; \
     ldd /rootfs/usr/local/bin/trainbench-operator | awk '$2 == "=>" && $3 ~ /^\// {print $3}' \
       | grep -Ev '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' \
       | while read -r lib; do cp -L "$lib" "$libdir/"; done; \
-    install -d -m 0755 /rootfs/home/nonroot
+    install -d -m 0755 /rootfs/home/nonroot /rootfs/var/tmp /rootfs/var/lock
 
 FROM ${RUNTIME_IMAGE}
 COPY --from=build /rootfs/ /

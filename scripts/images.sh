@@ -110,14 +110,14 @@ build_bases() {
     --extract-hook="docker/bases/distroless-cc.hook.sh"
 }
 
-# share_cache ID HOST_DIR: the Dockerfiles' `RUN --mount=type=cache,id=ID` is, for buildah, the
-# directory $TMPDIR (or /var/tmp)/buildah-cache-UID/ID; it is made a link to this machine's own
+# share_cache ID HOST_DIR: the Dockerfiles' `RUN --mount=type=cache,id=ID` is, for buildah 1.28,
+# the directory $TMPDIR (or /var/tmp)/buildah-cache/ID; it is made a link to this machine's own
 # cache HOST_DIR, so that what scripts/build.sh compiled (the same compiler, flags and paths
 # relative to the source tree) and what apt downloaded serve the image builds too. Off with
 # TRAINBENCH_IMAGE_SHARE_CACHES=0 (then the mounts are buildah's own, still kept between builds).
 share_cache() {
   local id=$1 host_dir=$2 dir
-  dir=${TMPDIR:-/var/tmp}/buildah-cache-$(id -u)/$id
+  dir=${TMPDIR:-/var/tmp}/buildah-cache/$id
   [ "${TRAINBENCH_IMAGE_SHARE_CACHES:-1}" = 1 ] && [ -d "$host_dir" ] || return 0
   [ "$(readlink "$dir" 2>/dev/null)" = "$host_dir" ] && return 0
   mkdir -p "$(dirname "$dir")"

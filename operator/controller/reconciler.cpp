@@ -90,13 +90,23 @@ std::string pod_failure(const json& pod) {
   return out;
 }
 
-/// "name (Pending: Unschedulable: 0/1 nodes are available...)" for a pod that is not running.
+/// "name (Pending: Unschedulable: 0/1 nodes are available...)" for a pod that is not running,
+/// or with a container that waits for a reason of its own, "name (Pending: container trainer
+/// ImagePullBackOff: Back-off pulling image ...)".
 std::string pending_reason(const json& pod) {
   std::string out = pod_name(pod) + " (" + pod_phase(pod);
-  for (const auto& c : get_or(get_or(pod, "status", json::object()), "conditions", json::array())) {
+  const json st = get_or(pod, "status", json::object());
+  for (const auto& c : get_or(st, "conditions", json::array())) {
     if (str_or(c, "type") == "PodScheduled" && str_or(c, "status") == "False") {
       out += ": " + str_or(c, "reason") + (c.contains("message") ? ": " + str_or(c, "message") : "");
     }
+  }
+  for (const auto& cs : get_or(st, "containerStatuses", json::array())) {
+    const json waiting = get_or(get_or(cs, "state", json::object()), "waiting", nullptr);
+    const std::string why = waiting.is_object() ? str_or(waiting, "reason") : "";
+    if (why.empty() || why == "ContainerCreating" || why == "PodInitializing") continue;
+    out += ": container " + str_or(cs, "name") + " " + why;
+    if (waiting.contains("message")) out += ": " + str_or(waiting, "message").substr(0, 512);
   }
   return out + ")";
 }

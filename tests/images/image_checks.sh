@@ -37,17 +37,17 @@ open() {
   echo "$c"
 }
 
-# config IMAGE GO-TEMPLATE
-config() { "${B[@]}" inspect --type image --format "$2" "$1"; }
+# config IMAGE JQ-PATH: a field of the image's OCI config (compact JSON for lists).
+config() { "${B[@]}" inspect --type image "$1" | jq -c -r ".OCIv1.config$2"; }
 
 # run_as_user CONTAINER CMD...: CMD inside the image as its USER; stdout+stderr.
 run_as_user() { local c=$1; shift; "${B[@]}" run --isolation chroot "$c" -- "$@" 2>&1; }
 
 check_user_and_entrypoint() {
-  expect_eq "operator USER" "$(config "$OPERATOR" '{{.OCIv1.Config.User}}')" "65532:65532"
-  expect_eq "operator ENTRYPOINT" "$(config "$OPERATOR" '{{json .OCIv1.Config.Entrypoint}}')" '["/usr/local/bin/trainbench-operator"]'
-  expect_eq "worker USER" "$(config "$WORKER" '{{.OCIv1.Config.User}}')" "65532:65532"
-  expect_eq "worker CMD" "$(config "$WORKER" '{{json .OCIv1.Config.Cmd}}')" '["trainbench","version"]'
+  expect_eq "operator USER" "$(config "$OPERATOR" .User)" "65532:65532"
+  expect_eq "operator ENTRYPOINT" "$(config "$OPERATOR" .Entrypoint)" '["/usr/local/bin/trainbench-operator"]'
+  expect_eq "worker USER" "$(config "$WORKER" .User)" "65532:65532"
+  expect_eq "worker CMD" "$(config "$WORKER" .Cmd)" '["trainbench","version"]'
 }
 
 expect_eq() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; pass "$1 = $3"; }
@@ -81,9 +81,10 @@ libraries_resolve() {
 }
 
 # nothing_writable NAME ROOT: no file or directory the runtime user (65532:65532) may write, other
-# than the pod mounts (and what is under them), symlinks aside.
+# than the pod mounts (and what is under them), symlinks aside; /dev is the runtime's (a
+# container gets its own), not the image's.
 nothing_writable() {
-  local name=$1 root=$2 prune=() writable
+  local name=$1 root=$2 prune=(-path "$root/dev" -prune -o) writable
   for m in "${POD_MOUNTS[@]}"; do prune+=(-path "$root$m" -prune -o); done
   writable=$(find "$root" -xdev "${prune[@]}" ! -type l \( \( -uid 65532 -perm -u+w \) \
     -o \( -gid 65532 -perm -g+w \) -o -perm -o+w \) -print 2>/dev/null | sed "s|^$root||" | head -20)

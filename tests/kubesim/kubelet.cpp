@@ -11,9 +11,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
+#include "image_runtime.hpp"
 #include "netblock.hpp"
 #include "node_lifecycle.hpp"
 #include "pod_env.hpp"
@@ -39,6 +41,8 @@ struct ContainerRun {
   std::string log_path;
   std::string term_path;
   bool has_log = false;
+  std::string image_ref;  ///< image mode: the image found in the store, and its id
+  std::string image_id;
   json state = {{"waiting", {{"reason", "ContainerCreating"}}}};
   json last_state = json::object();
 };
@@ -124,6 +128,10 @@ bool node_fits(const json& pod, const json& node) {
   return true;
 }
 
+/// The imageID: the image's id (its config digest), as a runtime reports an image that has no
+/// registry digest (built here, never pushed).
+std::string image_id(const ImageConfig& image) { return "sha256:" + image.id; }
+
 std::string tail_of_log(const std::string& path, std::size_t max_lines, std::size_t max_bytes) {
   std::string data;
   try {
@@ -142,6 +150,21 @@ std::string tail_of_log(const std::string& path, std::size_t max_lines, std::siz
   return data.substr(pos);
 }
 
+/// state.terminated.message: the termination log (at most 4096 bytes), or with
+/// FallbackToLogsOnError and a failure, the log's tail when it is empty.
+std::string termination_message(const ContainerRun& c, int code) {
+  std::string msg;
+  try {
+    msg = read_file(c.term_path);
+  } catch (const std::exception&) {
+  }
+  if (msg.size() > 4096) msg = msg.substr(0, 4096);
+  if (msg.empty() && code != 0 && c.spec.value("terminationMessagePolicy", "File") == "FallbackToLogsOnError") {
+    msg = tail_of_log(c.log_path, 80, 2048);
+  }
+  return msg;
+}
+
 }  // namespace
 
 struct Kubelet::Impl {
@@ -158,9 +181,12 @@ struct Kubelet::Impl {
   std::atomic<bool> stopping{false};
   std::shared_ptr<Watcher> watcher;
   NodeLifecycle lifecycle;
+  std::unique_ptr<ImageRuntime> images;  ///< image mode (--images buildah), else null
 
   Impl(Api& a, const TokenAuthority& t, KubeletOptions o)
-      : api(a), tokens(t), opts(std::move(o)), lifecycle(a, opts.node_grace_s) {}
+      : api(a), tokens(t), opts(std::move(o)), lifecycle(a, opts.node_grace_s) {
+    if (opts.images) images = std::make_unique<ImageRuntime>(*opts.images);
+  }
 
   // ---------- status ----------
 
@@ -179,8 +205,8 @@ struct Kubelet::Impl {
                    {"lastState", c.last_state},
                    {"ready", c.ready},
                    {"restartCount", c.restarts},
-                   {"image", c.spec.value("image", "")},
-                   {"imageID", ""},
+                   {"image", c.image_ref.empty() ? c.spec.value("image", "") : c.image_ref},
+                   {"imageID", c.image_id},
                    {"started", c.running}};
         if (c.has_log) cs["containerID"] = "kubesim://" + run->uid + "-" + c.name;
         if (c.init) {
@@ -233,6 +259,7 @@ struct Kubelet::Impl {
   // ---------- controller ----------
 
   void start() {
+    if (images) images->check();
     int i = 0;
     for (const auto& n : opts.nodes) {
       json labels = {{"kubernetes.io/hostname", n.name}, {"kubernetes.io/os", "linux"}, {"kubernetes.io/arch", "amd64"}};
@@ -583,164 +610,264 @@ struct Kubelet::Impl {
     publish(run);
   }
 
-  /// Runs container `idx` until it has terminated for good.
-  void container_main(const RunPtr& run, std::size_t idx, const std::string& sa_dir) {
-    const json spec = run->containers[idx].spec;
-    const std::string cname = spec.value("name", "");
+  /// The container's env / envFrom, DNS emulation applied (waiting while a ConfigMap / Secret is
+  /// missing, or a Service has no pod yet); nullopt when the pod stops or is gone meanwhile.
+  std::optional<EnvList> resolve_env(const RunPtr& run, std::size_t idx, const json& spec) {
+    EnvList env;
+    for (;;) {
+      json pod = current_pod(run);
+      if (pod.is_null()) return std::nullopt;
+      std::string config_error;
+      try {
+        env = container_env({api, pod}, spec);
+      } catch (const std::exception& e) {
+        config_error = e.what();
+      }
+      if (config_error.empty()) break;
+      set_waiting(run, idx, "CreateContainerConfigError", config_error);
+      if (wait_or_stop(run, 1)) return std::nullopt;
+    }
+    auto dns_deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(opts.dns_wait_s * 1000));
+    for (;;) {
+      bool unresolved = false;
+      for (auto& kv : env) {
+        std::string v = kv.second;
+        if (v.find(".svc") != std::string::npos && !rewrite_service_names(api, run->ns, v)) unresolved = true;
+      }
+      if (!unresolved || std::chrono::steady_clock::now() >= dns_deadline) break;
+      if (wait_or_stop(run, 0.2)) return std::nullopt;
+    }
+    for (auto& kv : env) {
+      if (kv.second.find(".svc") != std::string::npos) rewrite_service_names(api, run->ns, kv.second);
+    }
+    return env;
+  }
+
+  /// Whether the state changed (a kubelet reports a repeated error once, with a count).
+  bool set_waiting(const RunPtr& run, std::size_t idx, const std::string& reason, const std::string& message) {
+    const json state = {{"waiting", {{"reason", reason}, {"message", message}}}};
+    bool changed = false;
+    set_state(run, idx, [&](ContainerRun& c) {
+      changed = c.state != state;
+      c.state = state;
+    });
+    return changed;
+  }
+
+  void pod_event(const RunPtr& run, const std::string& type, const std::string& reason, const std::string& message) {
+    json pod = current_pod(run);
+    if (!pod.is_null())
+      api.record_event(Api::present(*api.types().by_key("pods"), pod), type, reason, message, "kubelet", run->node);
+  }
+
+  /// HOSTNAME and the API server's address, as every kubelet sets them.
+  EnvList kubelet_env(const RunPtr& run, const json& pod) {
+    const std::string host = api.config().server_host;
+    const std::string port = std::to_string(api.config().server_port);
+    return {{"HOSTNAME", pod["spec"].value("hostname", run->name)},
+            {"KUBERNETES_SERVICE_HOST", host},
+            {"KUBERNETES_SERVICE_PORT", port},
+            {"KUBERNETES_SERVICE_PORT_HTTPS", port},
+            {"KUBERNETES_PORT", "tcp://" + host + ":" + port}};
+  }
+
+  /// Spawns under the run's lock unless the pod is stopping (nullopt).
+  std::optional<SpawnResult> spawn_locked(const RunPtr& run, std::size_t idx,
+                                          const std::function<SpawnResult()>& spawn) {
+    std::lock_guard<std::mutex> lock(run->mu);
+    if (run->stopping) return std::nullopt;
+    SpawnResult sp = spawn();
+    if (sp.exec_errno == 0) {
+      run->containers[idx].pid = sp.pid;
+      run->containers[idx].running = true;
+    }
+    return sp;
+  }
+
+  /// Process mode: kubesim's passthrough env, the kubelet's, TRAINBENCH_SERVICEACCOUNT_DIR /
+  /// TRAINBENCH_TERMINATION_LOG, the shim, then the container's own; command + args on this machine.
+  std::optional<SpawnResult> start_process(const RunPtr& run, std::size_t idx, const json& pod, const EnvList& env,
+                                           const std::string& sa_dir) {
+    const json& spec = run->containers[idx].spec;
+    EnvList full;
+    for (const auto& name : opts.passthrough_env) {
+      if (const char* v = std::getenv(name.c_str())) put_env(full, name, v);
+    }
+    for (const auto& kv : kubelet_env(run, pod)) put_env(full, kv.first, kv.second);
+    put_env(full, "HOME", run->dir);
+    if (!sa_dir.empty()) put_env(full, "TRAINBENCH_SERVICEACCOUNT_DIR", sa_dir);
+    const std::string term_path = run->containers[idx].term_path;
+    put_env(full, "TRAINBENCH_TERMINATION_LOG", term_path);
+    if (!opts.podnet_library.empty()) {
+      put_env(full, "LD_PRELOAD", opts.podnet_library);
+      put_env(full, "KUBESIM_POD_IP", run->ip);
+    }
+    for (const auto& kv : env) put_env(full, kv.first, kv.second);
+    std::map<std::string, std::string> vars(env.begin(), env.end());
+    std::vector<std::string> argv;
+    for (const char* f : {"command", "args"}) {
+      for (const auto& a : spec.value(f, json::array())) argv.push_back(expand_vars(a.get<std::string>(), vars));
+    }
+    std::string cwd = spec.value("workingDir", "");
+    if (cwd.empty() || !fs::is_directory(cwd)) cwd = run->dir;
+    std::remove(term_path.c_str());
+    if (spec.value("command", json::array()).empty()) {
+      SpawnResult sp;
+      sp.exec_errno = ENOENT;
+      sp.error = "kubesim runs no images: container \"" + spec.value("name", "") + "\" has no command";
+      return sp;
+    }
+    return spawn_locked(run, idx, [&] { return spawn_process(argv, full, cwd, run->containers[idx].log_path); });
+  }
+
+  /// Image mode: the container runs in its image's root filesystem (image_runtime.hpp).
+  /// Throws ContainerConfigError.
+  std::optional<SpawnResult> start_in_image(const RunPtr& run, std::size_t idx, const json& pod, const EnvList& env,
+                                            const std::string& sa_dir, const ImageConfig& image) {
+    const ContainerRun& c = run->containers[idx];
+    EnvList kenv = kubelet_env(run, pod);
+    for (const auto& name : opts.passthrough_env) {
+      const char* v = std::getenv(name.c_str());
+      if (v && ends_with(name, "SAN_OPTIONS")) put_env(kenv, name, v);
+    }
+    if (!opts.podnet_library.empty()) {
+      put_env(kenv, "LD_PRELOAD", kPodnetTarget);
+      put_env(kenv, "KUBESIM_POD_IP", run->ip);
+    }
+    ContainerLaunch launch = images->prepare(
+        api, image, {pod, c.spec, kenv, env, run->dir, run->ip, sa_dir, c.term_path, c.log_path, opts.podnet_library});
+    return spawn_locked(run, idx, [&] { return start_container(launch); });
+  }
+
+  /// Reports a failed pull as the kubelet does: ErrImagePull, then ImagePullBackOff (an
+  /// ErrImageNeverPull stays so). True when the pod stopped meanwhile.
+  bool image_pull_failed(const RunPtr& run, std::size_t idx, const std::string& image, const ImagePullError& e) {
+    set_waiting(run, idx, e.reason(), e.what());
+    pod_event(run, "Warning", e.reason() == "ErrImagePull" ? "Failed" : "ErrImageNeverPull", e.what());
+    pod_event(run, "Warning", "Failed", "Error: " + e.reason());
+    if (e.reason() != "ErrImagePull") return false;
+    if (wait_or_stop(run, 5)) return true;  // ErrImagePull shows until the next sync
+    const std::string back_off = "Back-off pulling image " + json(image).dump();
+    set_waiting(run, idx, "ImagePullBackOff", back_off + ": " + e.reason() + ": " + e.what());
+    pod_event(run, "Normal", "BackOff", back_off);
+    pod_event(run, "Warning", "Failed", "Error: ImagePullBackOff");
+    return false;
+  }
+
+  /// Image mode: the container's image, waiting as a kubelet does while it cannot be had
+  /// (ErrImagePull, then ImagePullBackOff with the image back-off); nullopt when the pod stops.
+  std::optional<ImageConfig> pull_image(const RunPtr& run, std::size_t idx) {
+    const std::string image = run->containers[idx].spec.value("image", "");
     int backoff_s = 10;
     for (;;) {
-      if (stopping_now(run)) break;
-      // Environment (retried while a referenced ConfigMap / Secret is missing).
-      EnvList env;
-      std::string config_error;
-      for (;;) {
-        json pod = current_pod(run);
-        if (pod.is_null()) return;
-        try {
-          env = container_env({api, pod}, spec);
-          config_error.clear();
-        } catch (const std::exception& e) {
-          config_error = e.what();
-        }
-        if (config_error.empty()) break;
+      try {
+        ImageConfig found = images->pull(run->containers[idx].spec);
+        pod_event(run, "Normal", "Pulled", "Container image " + json(image).dump() + " already present on machine");
         set_state(run, idx, [&](ContainerRun& c) {
-          c.state = {{"waiting", {{"reason", "CreateContainerConfigError"}, {"message", config_error}}}};
+          c.image_ref = found.ref;
+          c.image_id = image_id(found);
         });
-        if (wait_or_stop(run, 1)) return finish_unstarted(run, idx);
+        return found;
+      } catch (const ImagePullError& e) {
+        if (image_pull_failed(run, idx, image, e)) return std::nullopt;
       }
-      // DNS emulation: wait for every <svc>.<ns>.svc name to have a pod address.
-      auto dns_deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long long>(opts.dns_wait_s * 1000));
-      std::vector<std::string> unresolved;
-      for (;;) {
-        unresolved.clear();
-        for (auto& kv : env) {
-          std::string v = kv.second;
-          if (v.find(".svc") == std::string::npos) continue;
-          if (!rewrite_service_names(api, run->ns, v)) unresolved.push_back(kv.first);
-        }
-        if (unresolved.empty() || std::chrono::steady_clock::now() >= dns_deadline) break;
-        if (wait_or_stop(run, 0.2)) return finish_unstarted(run, idx);
+      if (wait_or_stop(run, backoff_s)) return std::nullopt;
+      backoff_s = std::min(backoff_s * 2, 300);
+    }
+  }
+
+  /// Waits for a started container (or takes its failed start) and records how it ended; true
+  /// when it is to be restarted (then it waits in CrashLoopBackOff for `backoff_s`).
+  bool await_exit(const RunPtr& run, std::size_t idx, const json& pod, const SpawnResult& sp, int backoff_s) {
+    const json spec = run->containers[idx].spec;
+    const std::string cname = spec.value("name", "");
+    const std::string term_path = run->containers[idx].term_path;
+    std::string started = now_rfc3339();
+    int code = 0;
+    std::string reason, message;
+    if (sp.exec_errno != 0) {
+      code = 128;
+      reason = "StartError";
+      message = "failed to create containerd task: failed to create shim task: OCI runtime create failed: " + sp.error;
+      set_state(run, idx, [&](ContainerRun& c) { c.has_log = true; });
+    } else {
+      set_state(run, idx, [&](ContainerRun& c) {
+        c.has_log = true;
+        c.ready = !c.init;
+        c.state = {{"running", {{"startedAt", started}}}};
+      });
+      if (run->containers[idx].restarts == 0) {
+        api.record_event(Api::present(*api.types().by_key("pods"), pod), "Normal", "Started",
+                         "Started container " + cname, "kubelet", run->node);
       }
-      for (auto& kv : env) {
-        if (kv.second.find(".svc") != std::string::npos) rewrite_service_names(api, run->ns, kv.second);
-      }
-      // The process environment: passthrough, pod basics, then the container's own.
-      EnvList full;
-      auto put = [&](const std::string& k, const std::string& v) {
-        for (auto& e : full) {
-          if (e.first == k) {
-            e.second = v;
-            return;
-          }
-        }
-        full.emplace_back(k, v);
-      };
-      for (const auto& name : opts.passthrough_env) {
-        if (const char* v = std::getenv(name.c_str())) put(name, v);
-      }
-      json pod = current_pod(run);
-      if (pod.is_null()) return;
-      const std::string host = api.config().server_host;
-      const std::string port = std::to_string(api.config().server_port);
-      put("HOSTNAME", pod["spec"].value("hostname", run->name));
-      put("HOME", run->dir);
-      put("KUBERNETES_SERVICE_HOST", host);
-      put("KUBERNETES_SERVICE_PORT", port);
-      put("KUBERNETES_SERVICE_PORT_HTTPS", port);
-      put("KUBERNETES_PORT", "tcp://" + host + ":" + port);
-      if (!sa_dir.empty()) put("TRAINBENCH_SERVICEACCOUNT_DIR", sa_dir);
-      const std::string term_path = run->containers[idx].term_path;
-      put("TRAINBENCH_TERMINATION_LOG", term_path);
-      if (!opts.podnet_library.empty()) {
-        put("LD_PRELOAD", opts.podnet_library);
-        put("KUBESIM_POD_IP", run->ip);
-      }
-      for (const auto& kv : env) put(kv.first, kv.second);
-      std::map<std::string, std::string> vars(env.begin(), env.end());
-      std::vector<std::string> argv;
-      for (const char* f : {"command", "args"}) {
-        for (const auto& a : spec.value(f, json::array())) argv.push_back(expand_vars(a.get<std::string>(), vars));
-      }
-      std::string cwd = spec.value("workingDir", "");
-      if (cwd.empty() || !fs::is_directory(cwd)) cwd = run->dir;
-      std::remove(term_path.c_str());
-      SpawnResult sp;
-      if (spec.value("command", json::array()).empty()) {
-        sp.exec_errno = ENOENT;
-        sp.error = "kubesim runs no images: container \"" + cname + "\" has no command";
-      } else {
-        std::lock_guard<std::mutex> lock(run->mu);
-        if (run->stopping) return;
-        sp = spawn_process(argv, full, cwd, run->containers[idx].log_path);
-        if (sp.exec_errno == 0) {
-          run->containers[idx].pid = sp.pid;
-          run->containers[idx].running = true;
-        }
-      }
-      std::string started = now_rfc3339();
-      int code = 0;
-      std::string reason, message;
-      if (sp.exec_errno != 0) {
-        code = 128;
-        reason = "StartError";
-        message = "failed to create containerd task: failed to create shim task: OCI runtime create failed: " + sp.error;
-        set_state(run, idx, [&](ContainerRun& c) { c.has_log = true; });
-      } else {
-        set_state(run, idx, [&](ContainerRun& c) {
-          c.has_log = true;
-          c.ready = !c.init;
-          c.state = {{"running", {{"startedAt", started}}}};
-        });
-        if (run->containers[idx].restarts == 0) {
-          api.record_event(Api::present(*api.types().by_key("pods"), pod), "Normal", "Started",
-                           "Started container " + cname, "kubelet", run->node);
-        }
-        code = wait_exit_code(sp.pid);
-        ::kill(-sp.pid, SIGKILL);  // the container is gone when its main process is: so are its children
-        reason = code == 0 ? "Completed" : "Error";
-        std::string msg;
-        try {
-          msg = read_file(term_path);
-        } catch (const std::exception&) {
-        }
-        if (msg.size() > 4096) msg = msg.substr(0, 4096);
-        if (msg.empty() && code != 0 && spec.value("terminationMessagePolicy", "File") == "FallbackToLogsOnError") {
-          msg = tail_of_log(run->containers[idx].log_path, 80, 2048);
-        }
-        message = msg;
-      }
-      json term = {{"exitCode", code}, {"reason", reason}, {"startedAt", started}, {"finishedAt", now_rfc3339()},
-                   {"containerID", "kubesim://" + run->uid + "-" + cname}};
-      if (!message.empty()) term["message"] = message;
-      bool restart = false;
-      {
-        std::lock_guard<std::mutex> lock(run->mu);
-        bool is_init = run->containers[idx].init;
-        restart = !run->stopping && (run->restart_policy == "Always" ? !is_init || code != 0
-                                                                     : run->restart_policy == "OnFailure" && code != 0);
-      }
-      if (!restart) {
-        set_state(run, idx, [&](ContainerRun& c) {
-          c.running = false;
-          c.ready = false;
-          c.finished = true;
-          c.exit_code = code;
-          c.pid = -1;
-          c.state = {{"terminated", term}};
-        });
-        return;
-      }
+      code = wait_exit_code(sp.pid);
+      ::kill(-sp.pid, SIGKILL);  // the container is gone when its main process is: so are its children
+      reason = code == 0 ? "Completed" : "Error";
+      message = termination_message(run->containers[idx], code);
+    }
+    json term = {{"exitCode", code},
+                 {"reason", reason},
+                 {"startedAt", started},
+                 {"finishedAt", now_rfc3339()},
+                 {"containerID", "kubesim://" + run->uid + "-" + cname}};
+    if (!message.empty()) term["message"] = message;
+    bool restart = false;
+    {
+      std::lock_guard<std::mutex> lock(run->mu);
+      bool is_init = run->containers[idx].init;
+      restart = !run->stopping && (run->restart_policy == "Always" ? !is_init || code != 0
+                                                                   : run->restart_policy == "OnFailure" && code != 0);
+    }
+    if (!restart) {
       set_state(run, idx, [&](ContainerRun& c) {
         c.running = false;
         c.ready = false;
+        c.finished = true;
+        c.exit_code = code;
         c.pid = -1;
-        c.restarts += 1;
-        c.last_state = {{"terminated", term}};
-        c.state = {{"waiting", {{"reason", "CrashLoopBackOff"},
-                                {"message", "back-off " + std::to_string(backoff_s) + "s restarting failed container=" +
-                                                cname + " pod=" + run->name + "_" + run->ns + "(" + run->uid + ")"}}}};
+        c.state = {{"terminated", term}};
       });
-      if (wait_or_stop(run, backoff_s)) return finish_unstarted(run, idx);
+      return false;
+    }
+    set_state(run, idx, [&](ContainerRun& c) {
+      c.running = false;
+      c.ready = false;
+      c.pid = -1;
+      c.restarts += 1;
+      c.last_state = {{"terminated", term}};
+      c.state = {{"waiting",
+                  {{"reason", "CrashLoopBackOff"},
+                   {"message", "back-off " + std::to_string(backoff_s) + "s restarting failed container=" + cname +
+                                   " pod=" + run->name + "_" + run->ns + "(" + run->uid + ")"}}}};
+    });
+    return true;
+  }
+
+  /// Runs container `idx` until it has terminated for good.
+  void container_main(const RunPtr& run, std::size_t idx, const std::string& sa_dir) {
+    int backoff_s = 10;
+    while (!stopping_now(run)) {
+      std::optional<ImageConfig> image;
+      if (images && !(image = pull_image(run, idx))) break;
+      std::optional<EnvList> env = resolve_env(run, idx, run->containers[idx].spec);
+      if (!env) break;
+      json pod = current_pod(run);
+      if (pod.is_null()) return;
+      std::optional<SpawnResult> sp;
+      try {
+        sp = image ? start_in_image(run, idx, pod, *env, sa_dir, *image) : start_process(run, idx, pod, *env, sa_dir);
+      } catch (const std::exception& e) {  // ContainerConfigError, or buildah / the pod's files failed (retried)
+        const auto* config = dynamic_cast<const ContainerConfigError*>(&e);
+        if (set_waiting(run, idx, config ? config->reason() : "CreateContainerError", e.what())) {
+          pod_event(run, "Warning", "Failed", std::string("Error: ") + e.what());
+        }
+        if (wait_or_stop(run, config ? 2 : 10)) break;
+        continue;
+      }
+      if (!sp) return;
+      if (!await_exit(run, idx, pod, *sp, backoff_s)) return;
+      if (wait_or_stop(run, backoff_s)) break;
       backoff_s = std::min(backoff_s * 2, 300);
     }
     finish_unstarted(run, idx);
@@ -782,7 +909,14 @@ struct Kubelet::Impl {
       for (std::size_t i = 0; i < run->containers.size(); ++i) {
         if (run->containers[i].init) continue;
         if (init_ok) {
-          threads.emplace_back([this, run, i, sa_dir] { container_main(run, i, sa_dir); });
+          threads.emplace_back([this, run, i, sa_dir] {
+            try {
+              container_main(run, i, sa_dir);
+            } catch (const std::exception& e) {  // not kubesim's end: this container's
+              std::fprintf(stderr, "kubesim kubelet: pod %s/%s: %s\n", run->ns.c_str(), run->name.c_str(), e.what());
+              finish_unstarted(run, i);
+            }
+          });
         } else {
           set_state(run, i, [&](ContainerRun& c) {
             c.finished = true;
@@ -854,6 +988,10 @@ void Kubelet::start() {
 }
 
 void Kubelet::stop() { impl_->stop(); }
+
+void Kubelet::release_images() {
+  if (impl_->images) impl_->images->close();
+}
 
 namespace {
 

@@ -8,11 +8,13 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "api.hpp"
 #include "auth.hpp"
+#include "image_store.hpp"
 
 namespace kubesim {
 
@@ -37,6 +39,9 @@ struct KubeletOptions {
   /// How long after a node is lost (lose_node) its Ready condition turns Unknown
   /// (node-monitor-grace-period; node_lifecycle.hpp).
   double node_grace_s = 40;
+  /// Image mode (kubesim --images buildah): containers run in their images' root filesystems,
+  /// found in this buildah storage (image_runtime.hpp, container_runtime.hpp). Needs root.
+  std::optional<ImageStoreOptions> images;
   std::vector<std::string> passthrough_env = {"PATH", "LD_LIBRARY_PATH", "TMPDIR", "LANG", "LC_ALL",
                                               "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"};
 };
@@ -52,6 +57,9 @@ class Kubelet {
   void start();
   /// Kills every pod's processes (SIGKILL to their process groups) and stops the controller.
   void stop();
+  /// Image mode, after stop(): removes the images' root filesystems (buildah working
+  /// containers). The containers' mounts went with their processes' namespaces.
+  void release_images();
 
   /// Sends `signal` to the pod's containers (all, or the named one): the number signalled, or
   /// -1 when kubesim runs no such pod.

@@ -5,6 +5,7 @@
 //           [--prometheus-sd FILE]
 //           [--watch-history EVENTS] [--no-aggregated-discovery] [--net-block K] [--faults JSON|@FILE]
 //           [--node-monitor-grace SECONDS]
+//           [--images buildah [--image-storage-root DIR] [--image-run-root DIR] [--image-storage-driver NAME]]
 //
 // Writes DIR/{ca.crt,ca.key,server.crt,server.key,kubeconfig,admin-token,audit.log}, prints
 // "kubesim ready https://127.0.0.1:PORT" and serves until SIGTERM/SIGINT.
@@ -48,7 +49,9 @@ namespace {
                "               [--bookmark-interval SECONDS] [--max-grace SECONDS] [--dns-wait SECONDS]\n"
                "               [--podnet-lib PATH] [--prometheus-sd FILE]\n"
                "               [--watch-history EVENTS] [--no-aggregated-discovery] [--net-block K]\n"
-               "               [--faults JSON|@FILE] [--node-monitor-grace SECONDS]\n",
+               "               [--faults JSON|@FILE] [--node-monitor-grace SECONDS]\n"
+               "               [--images buildah [--image-storage-root DIR] [--image-run-root DIR]\n"
+               "                                 [--image-storage-driver NAME]]\n",
                why.c_str());
   std::exit(2);
 }
@@ -102,27 +105,48 @@ void configure_faults(ApiServer& server, const std::string& arg) {
   }
 }
 
+/// --images buildah: containers run from images in buildah's storage, which needs root.
+void check_image_mode(const KubeletOptions& kopts) {
+  if (!kopts.images) return;
+  if (kopts.mode != KubeletMode::Process) usage("--images buildah needs --kubelet process");
+  if (geteuid() != 0) {
+    std::fprintf(stderr,
+                 "kubesim: --images buildah runs containers in their images' root filesystems (mount namespaces, "
+                 "overlayfs, pivot_root, setuid): it must run as root\n");
+    std::exit(1);
+  }
+}
+
 /// Shutdown is bounded (issue 12: once in CI a kubesim logged "shutting down" and never exited,
 /// holding its test until ctest's timeout). Each step names itself; a step still running after
 /// the bound makes a thread say which one on stderr, with every thread's kernel wait channel and
 /// system call (/proc/self/task), and end the process with exit code 3. Malloc-free: whatever
 /// holds the process up may hold the allocator.
 constexpr int kShutdownBound = 10;  // seconds; a normal shutdown takes at most ~3 s (--max-grace)
+/// More for image mode's buildah calls (`buildah umount`, `rm`): seconds, or as long as another
+/// buildah holds the storage lock; what is not removed by then the next kubesim removes.
+constexpr int kImageReleaseBound = 15;
 
 class ShutdownWatchdog {
  public:
   explicit ShutdownWatchdog(int seconds) {
     std::thread([seconds] {
-      std::this_thread::sleep_for(std::chrono::seconds(seconds));
+      int waited = 0;
+      for (int more = seconds; more > 0; more = extra_.exchange(0)) {  // extend() adds to the bound
+        std::this_thread::sleep_for(std::chrono::seconds(more));
+        waited += more;
+      }
       char line[256];
       std::snprintf(line, sizeof line, "kubesim: shutdown stuck for %d s %s; threads (tid comm wchan syscall):\n",
-                    seconds, step_.load());
+                    waited, step_.load());
       say(line);
       say_threads();
       _exit(3);
     }).detach();
   }
   void step(const char* what) { step_.store(what); }
+  /// A step that may take longer (buildah waiting for its storage lock) moves the bound on.
+  void extend(int seconds) { extra_ += seconds; }
   static void say(const char* text) {
     if (::write(2, text, std::strlen(text)) < 0) {
       // nowhere else to say it
@@ -167,6 +191,7 @@ class ShutdownWatchdog {
     ::close(dir);
   }
   static inline std::atomic<const char*> step_{"before its first step"};  // static: outlives main's frame
+  static inline std::atomic<int> extra_{0};
 };
 
 }  // namespace
@@ -180,6 +205,8 @@ int main(int argc, char** argv) {
   std::string prometheus_sd;
   int net_block = 0;   // 0: the first free one
   std::string faults;  // JSON, or @FILE
+  ImageStoreOptions image_store;
+  std::string images = "none";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -206,6 +233,15 @@ int main(int argc, char** argv) {
       else if (a == "--prometheus-sd") prometheus_sd = value();
       else if (a == "--faults")
         faults = value();
+      else if (a == "--images") {
+        images = value();
+        if (images != "buildah" && images != "none") usage("--images must be buildah or none");
+      } else if (a == "--image-storage-root")
+        image_store.root = value();
+      else if (a == "--image-run-root")
+        image_store.run_root = value();
+      else if (a == "--image-storage-driver")
+        image_store.driver = value();
       else if (a == "--net-block") {
         net_block = std::stoi(value());
         if (net_block < NetBlock::kFirst || net_block > NetBlock::kLast) usage("--net-block must be 1..254");
@@ -218,6 +254,8 @@ int main(int argc, char** argv) {
   }
   if (dir.empty()) usage("--dir is required");
   if (kopts.nodes.empty()) kopts.nodes.push_back({"node-1", {}});
+  if (images == "buildah") kopts.images = image_store;
+  check_image_mode(kopts);
   // The pod network shim: built next to this binary; --podnet-lib "" turns it off.
   if (podnet) {
     kopts.podnet_library = *podnet;
@@ -323,6 +361,9 @@ int main(int argc, char** argv) {
     deployments.stop();
     watchdog.step("stopping the kubelet");
     kubelet.stop();
+    watchdog.step("removing the images' root filesystems (buildah)");
+    watchdog.extend(kImageReleaseBound);
+    kubelet.release_images();
     watchdog.step("stopping the garbage collector");
     gc.stop();
     watchdog.step("flushing stdio");

@@ -261,4 +261,14 @@ bool rewrite_service_names(Api& api, const std::string& pod_ns, std::string& val
   return all;
 }
 
+void put_env(EnvList& env, const std::string& key, const std::string& value) {
+  for (auto& kv : env) {
+    if (kv.first == key) {
+      kv.second = value;
+      return;
+    }
+  }
+  env.emplace_back(key, value);
+}
+
 }  // namespace kubesim

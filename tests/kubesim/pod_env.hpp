@@ -27,6 +27,9 @@ using EnvList = std::vector<std::pair<std::string, std::string>>;
 /// reference is missing.
 EnvList container_env(const PodEnvContext& ctx, const json& container);
 
+/// Sets `key` (in its place when present, else appended).
+void put_env(EnvList& env, const std::string& key, const std::string& value);
+
 /// Kubernetes $(VAR) expansion: $(NAME) replaced when NAME is defined, $$ -> $, else verbatim.
 std::string expand_vars(const std::string& s, const std::map<std::string, std::string>& vars);
 

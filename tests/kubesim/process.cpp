@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -15,8 +16,80 @@ extern char** environ;
 
 namespace kubesim {
 
-SpawnResult spawn_process(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env,
-                          const std::string& cwd, const std::string& log_path) {
+namespace child {
+
+void fail(int report_fd, int stage, int err) {
+  int report[2] = {stage, err};
+  ssize_t ignored = write(report_fd, report, sizeof report);
+  (void)ignored;
+  _exit(127);
+}
+
+void redirect_stdio(const std::string& log_path, int report_fd, int stage) {
+  int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) fail(report_fd, stage, errno);
+  dup2(fd, 1);
+  dup2(fd, 2);
+  int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (nul >= 0) dup2(nul, 0);
+}
+
+void close_on_exec_all() {
+  if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    for (int i = 3; i < 4096; ++i) fcntl(i, F_SETFD, FD_CLOEXEC);
+  }
+}
+
+}  // namespace child
+
+SpawnResult spawn_child(const std::function<void(int)>& child_main,
+                        const std::function<std::string(int, int)>& describe) {
+  SpawnResult r;
+  int pipefd[2];
+  if (pipe2(pipefd, O_CLOEXEC) != 0) {
+    r.exec_errno = errno;
+    r.error = std::strerror(errno);
+    return r;
+  }
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int s : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGUSR1, SIGUSR2}) signal(s, SIG_DFL);
+    child_main(pipefd[1]);
+    child::fail(pipefd[1], 0, EINVAL);  // child_main returned: it must exec or fail
+  }
+  close(pipefd[1]);
+  if (pid < 0) {
+    r.exec_errno = errno;
+    r.error = std::strerror(errno);
+    close(pipefd[0]);
+    return r;
+  }
+  setpgid(pid, pid);
+  int report[2] = {0, 0};
+  ssize_t n;
+  do {
+    n = read(pipefd[0], report, sizeof report);
+  } while (n < 0 && errno == EINTR);
+  close(pipefd[0]);
+  r.pid = pid;
+  if (n == static_cast<ssize_t>(sizeof report)) {
+    wait_exit_code(pid);
+    r.exec_errno = report[1] ? report[1] : EINVAL;
+    r.error = describe(report[0], r.exec_errno);
+  }
+  return r;
+}
+
+SpawnResult spawn_process(const std::vector<std::string>& argv,
+                          const std::vector<std::pair<std::string, std::string>>& env, const std::string& cwd,
+                          const std::string& log_path) {
   SpawnResult r;
   if (argv.empty()) {
     r.exec_errno = ENOENT;
@@ -30,77 +103,83 @@ SpawnResult spawn_process(const std::vector<std::string>& argv, const std::vecto
   cargv.push_back(nullptr);
   for (const auto& e : env_strings) cenv.push_back(const_cast<char*>(e.c_str()));
   cenv.push_back(nullptr);
-  int pipefd[2];
-  if (pipe2(pipefd, O_CLOEXEC) != 0) {
-    r.exec_errno = errno;
-    r.error = std::strerror(errno);
+  enum { kLog = 1, kChdir = 2, kExec = 3 };
+  auto child_main = [&](int report_fd) {
+    child::redirect_stdio(log_path, report_fd, kLog);
+    if (chdir(cwd.c_str()) != 0) child::fail(report_fd, kChdir, errno);
+    child::close_on_exec_all();
+    environ = cenv.data();
+    execvp(cargv[0], cargv.data());
+    child::fail(report_fd, kExec, errno);
+  };
+  auto describe = [&](int stage, int err) -> std::string {
+    if (stage == kLog) return "cannot open log file " + log_path + ": " + std::strerror(err);
+    if (stage == kChdir) return "chdir to cwd (\"" + cwd + "\") set in config.json failed: " + std::strerror(err);
+    if (err == ENOENT) return "exec: \"" + argv[0] + "\": executable file not found in $PATH";
+    return "exec: \"" + argv[0] + "\": " + std::strerror(err);
+  };
+  return spawn_child(child_main, describe);
+}
+
+namespace {
+
+/// Reads both pipes to their ends (poll, so that neither can fill up and stall the child).
+void drain(int out_fd, int err_fd, std::string& out, std::string& err) {
+  pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+  std::string* sinks[2] = {&out, &err};
+  int open_count = 2;
+  char buf[4096];
+  while (open_count > 0) {
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      ssize_t n = read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<std::size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        fds[i].fd = -1;
+        --open_count;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+CommandResult run_command(const std::vector<std::string>& argv) {
+  CommandResult r;
+  std::vector<char*> cargv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  int out[2], err[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return r;
+  if (pipe2(err, O_CLOEXEC) != 0) {
+    close(out[0]);
+    close(out[1]);
     return r;
   }
-  pid_t parent = getpid();
   pid_t pid = fork();
-  if (pid < 0) {
-    r.exec_errno = errno;
-    r.error = std::strerror(errno);
-    close(pipefd[0]);
-    close(pipefd[1]);
-    return r;
-  }
   if (pid == 0) {
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(1);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int s : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD, SIGUSR1, SIGUSR2}) signal(s, SIG_DFL);
-    int stage = 0;  // 1: log file, 2: chdir, 3: exec
-    int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      stage = 1;
-    } else {
-      dup2(fd, 1);
-      dup2(fd, 2);
-      int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-      if (nul >= 0) dup2(nul, 0);
-      if (chdir(cwd.c_str()) != 0) stage = 2;
-    }
-    if (stage == 0) {
-      if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
-        for (int i = 3; i < 4096; ++i) {
-          if (i != pipefd[1]) fcntl(i, F_SETFD, FD_CLOEXEC);
-        }
-      }
-      environ = cenv.data();
-      execvp(cargv[0], cargv.data());
-      stage = 3;
-    }
-    int report[2] = {stage, errno};
-    ssize_t ignored = write(pipefd[1], report, sizeof report);
-    (void)ignored;
+    int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (nul >= 0) dup2(nul, 0);
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    child::close_on_exec_all();  // kubesim's sockets and locks stay with kubesim
+    execvp(cargv[0], cargv.data());
     _exit(127);
   }
-  setpgid(pid, pid);
-  close(pipefd[1]);
-  int report[2] = {0, 0};
-  ssize_t n;
-  do {
-    n = read(pipefd[0], report, sizeof report);
-  } while (n < 0 && errno == EINTR);
-  close(pipefd[0]);
-  r.pid = pid;
-  if (n == static_cast<ssize_t>(sizeof report)) {
-    wait_exit_code(pid);
-    r.exec_errno = report[1] ? report[1] : EINVAL;
-    if (report[0] == 1) {
-      r.error = "cannot open log file " + log_path + ": " + std::strerror(r.exec_errno);
-    } else if (report[0] == 2) {
-      r.error = "chdir to cwd (\"" + cwd + "\") set in config.json failed: " + std::strerror(r.exec_errno);
-    } else if (r.exec_errno == ENOENT) {
-      r.error = "exec: \"" + argv[0] + "\": executable file not found in $PATH";
-    } else {
-      r.error = "exec: \"" + argv[0] + "\": " + std::strerror(r.exec_errno);
-    }
-  }
+  close(out[1]);
+  close(err[1]);
+  if (pid > 0) drain(out[0], err[0], r.out, r.err);
+  close(out[0]);
+  close(err[0]);
+  if (pid > 0) r.code = wait_exit_code(pid);
   return r;
 }
 

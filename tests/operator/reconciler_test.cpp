@@ -349,6 +349,26 @@ TEST(Reconciler, PodsNotRunningInTimeFailTheRunNamingThem) {
   EXPECT_TRUE(o.pods.empty());
 }
 
+TEST(Reconciler, SchedulingTimeoutNamesAContainersWaitingReason) {
+  Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
+  apply(o, reconcile(o));
+  set_phase(o, master_pod_name("bj", 0, 0), "Running");
+  const std::string trainer = trainer_pod_name("bj", 0, 0, 0);
+  for (auto& p : o.pods) {
+    if (p["metadata"]["name"] != trainer) continue;
+    p["status"]["containerStatuses"] = json::array(
+        {{{"name", "trainer"},
+          {"state", {{"waiting", {{"reason", "ImagePullBackOff"}, {"message", "Back-off pulling image \"x:1\""}}}}}}});
+  }
+  o.now = t0() + std::chrono::seconds(61);
+  apply(o, reconcile(o));
+  EXPECT_EQ(o.job["status"]["phase"], "Failed");
+  const std::string msg = o.job["status"]["runs"][0]["message"];
+  EXPECT_NE(msg.find(trainer + " (Pending: container trainer ImagePullBackOff: Back-off pulling image \"x:1\")"),
+            std::string::npos)
+      << msg;
+}
+
 TEST(Reconciler, ActiveDeadlineFailsTheJob) {
   Observed o{job_object({{"runPolicy", {{"activeDeadlineSeconds", 100}}}}), {}, {}, {}, false, false, false, t0()};
   apply(o, reconcile(o));
