@@ -8,14 +8,17 @@
 #     ports the flags open, args, RBAC kind per scope, the rules = docs/operator.md's table,
 #     Service/ServiceMonitor/PodMonitor wiring, dashboard ConfigMap); values.schema.json rejecting
 #     bad values;
-#  3. on kubesim (the API-server emulator; tests/kubesim): the rendered chart applied with
-#     kubectl, the Deployment's pod template run as pods (kubesim has no Deployment controller;
-#     its kubelet runs the container's command with the pod's ServiceAccount token, in-cluster
-#     config, exactly the args the chart renders), two replicas (leader election, failover),
-#     probes and /metrics on the named ports, BenchmarkJobs to Succeeded and to Failed, a worker
-#     scraped on the port the PodMonitor selects; from kubesim's audit log: the operator's
-#     ServiceAccount never got a 403, and every rule of the chart's RBAC was used (or is in
-#     UNUSED_OK below, with the reason); then the same in namespace scope (Role only).
+#  3. on kubesim (the API-server emulator; tests/kubesim): `helm install --wait` of the chart (its
+#     CRD from crds/, the manifest = what `helm template` rendered above), the operator pods made
+#     by the Deployment's ReplicaSet (kubesim's deployment and replicaset controllers; its
+#     kubelet runs the container's command with the pod's ServiceAccount token, in-cluster config,
+#     exactly the args the chart renders), `helm upgrade --set replicaCount=2` for two replicas
+#     (leader election, failover, the deleted leader replaced by a new standby), probes and
+#     /metrics on the named ports, BenchmarkJobs to Succeeded and to Failed, a worker scraped on
+#     the port the PodMonitor selects; from kubesim's audit log: the operator's ServiceAccount
+#     never got a 403, and every rule of the chart's RBAC was used (or is in UNUSED_OK below, with
+#     the reason); `helm uninstall` leaves no operator pod; then the same in namespace scope (Role
+#     only), installed with values-namespaced.yaml and uninstalled at the end.
 #
 # Needs: KUBESIM, OPERATOR, BIN_DIRS (dirs with trainbench and trainbench-worker), CRD
 # (as tests/operator/e2e); HELM (default: $REPO/.tools/helm/helm, else helm on PATH;
@@ -391,19 +394,37 @@ echo "== 3. the chart on kubesim, scope cluster"
 BIN_DIRS="$BIN_DIRS:$(cd "$(dirname "$OPERATOR")" && pwd)"  # the operator pods run trainbench-operator from PATH
 start_kubesim
 
-# apply_chart FILE.json: everything but the Deployment (kubesim has no apps/v1) and the CRD.
-apply_chart() {
-  jq '{apiVersion: "v1", kind: "List", items: [.[] | select(.kind != "Deployment" and .kind != "CustomResourceDefinition")]}' "$1" >"${1%.json}.apply.json"
-  kc apply -f "${1%.json}.apply.json" >/dev/null || fail "kubectl apply of the rendered chart ($1) failed"
+# helm_install RELEASE NAMESPACE FILE.json [helm args]: `helm install --wait` of the chart (helm
+# creates the CRD from crds/ first, or finds it there); what it installed must be what
+# `helm template` rendered into FILE.json with the same arguments.
+helm_install() {
+  local release=$1 ns=$2 f=$3
+  shift 3
+  "$HELM" install "$release" "$CHART" -n "$ns" --wait --timeout 120s "$@" >"$WORK/helm-$release.out" 2>&1 ||
+    fail "helm install $release: $(cat "$WORK/helm-$release.out")"
+  "$HELM" get manifest "$release" -n "$ns" >"$WORK/r/$release.installed.yaml" || fail "helm get manifest $release"
+  to_json "$WORK/r/$release.installed.yaml" | jq -S 'sort_by(.kind, .metadata.name)' >"$WORK/r/$release.installed.json"
+  jq -S 'map(select(.kind != "CustomResourceDefinition")) | sort_by(.kind, .metadata.name)' "$f" >"$WORK/r/$release.rendered.json"
+  cmp -s "$WORK/r/$release.installed.json" "$WORK/r/$release.rendered.json" ||
+    fail "helm install $release installed other objects than helm template rendered: $(diff "$WORK/r/$release.rendered.json" "$WORK/r/$release.installed.json" | head -n 20)"
 }
-# run_operator_pod FILE.json NAME: the Deployment's pod template as a pod, as its ReplicaSet would
-# make it: kubesim's kubelet runs `trainbench-operator` + the rendered args with the pod's
-# ServiceAccount token (in-cluster config), each pod on its own IP.
-run_operator_pod() {
-  q "$1" ".[] | select(.kind == \"Deployment\") | {apiVersion: \"v1\", kind: \"Pod\",
-     metadata: {name: \"$2\", namespace: .metadata.namespace, labels: .spec.template.metadata.labels},
-     spec: .spec.template.spec}" | kc create -f - >/dev/null || fail "could not create pod $2 from the Deployment's template"
+# helm_uninstall RELEASE NAMESPACE SELECTOR: `helm uninstall --wait`; the garbage collector then
+# removes the Deployment's ReplicaSet and pods.
+helm_uninstall() {
+  "$HELM" uninstall "$1" -n "$2" --wait --timeout 60s >"$WORK/helm-uninstall-$1.out" 2>&1 ||
+    fail "helm uninstall $1: $(cat "$WORK/helm-uninstall-$1.out")"
+  wait_for 30 no_operator_pods "$2" "$3" || fail "helm uninstall $1 left operator pods: $(operator_pods "$2" "$3")"
+  expect "workloads left by helm uninstall $1" "$(kc get deployments,replicasets -n "$2" -o name)" ""
 }
+# deployment_selector FILE.json: the Deployment's selector as a label selector string.
+deployment_selector() { q "$1" '.[] | select(.kind == "Deployment") | .spec.selector.matchLabels | to_entries | map("\(.key)=\(.value)") | join(",")'; }
+# operator_pods NAMESPACE SELECTOR: the operator pods (made by the Deployment, so found by its
+# selector, not by name) that are not being deleted, one name a line.
+operator_pods() {
+  kc get pods -n "$1" -l "$2" -o json | jq -r '.items[] | select(.metadata.deletionTimestamp == null) | .metadata.name' | sort
+}
+no_operator_pods() { [ -z "$(kc get pods -n "$1" -l "$2" -o name)" ]; }
+operator_pod_count_is() { [ "$(operator_pods "$1" "$2" | grep -c .)" = "$3" ]; }
 pod_log() { kc logs -n "$1" "$2" 2>/dev/null; }
 # (grep reads a here-string, not a pipe: under pipefail a grep -q that stops early fails its writer.)
 leading() { grep -q "trainbench-operator: leading" <<<"$(pod_log "$1" "$2")"; }
@@ -415,22 +436,31 @@ phase_in() { [ "$(kc get "$1" -n "$2" "$3" -o jsonpath='{.status.phase}')" = "$4
 
 kc create namespace tb-system >/dev/null
 F=$WORK/r/default.json
-q "$F" '.[] | select(.kind == "CustomResourceDefinition")' | kc apply -f - >/dev/null  # helm's crds/ step
+helm_install tb tb-system "$F"
 wait_for 20 kc get bj || fail "the chart's CRD did not appear in discovery"
-apply_chart "$F"
+DEPLOYMENT=$(q "$F" '.[] | select(.kind == "Deployment") | .metadata.name')
+SELECTOR=$(deployment_selector "$F")
 SA=$(q "$F" '.[] | select(.kind == "ServiceAccount") | .metadata.name')
 SA_USER="system:serviceaccount:tb-system:$SA"
 HEALTH_PORT=$(q "$F" '.[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].ports[] | select(.name == "health") | .containerPort')
 METRICS_PORT=$(q "$F" '.[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].ports[] | select(.name == "metrics") | .containerPort')
 
-run_operator_pod "$F" tb-trainbench-a
-wait_for 30 leading tb-system tb-trainbench-a || fail "operator pod a is not leading: $(pod_log tb-system tb-trainbench-a)"
+# helm install --wait returned: the Deployment's one pod is ready, and it leads.
+expect "operator pods after helm install --wait" "$(operator_pods tb-system "$SELECTOR" | grep -c .)" 1
+POD_A=$(operator_pods tb-system "$SELECTOR")
+expect "ready replicas after helm install --wait" "$(kc get deployment -n tb-system "$DEPLOYMENT" -o jsonpath='{.status.readyReplicas}')" 1
+[[ $POD_A == "$DEPLOYMENT"-*-* ]] || fail "operator pod $POD_A is not named after its ReplicaSet ($DEPLOYMENT-<hash>-<suffix>)"
+wait_for 30 leading tb-system "$POD_A" || fail "operator pod $POD_A is not leading: $(pod_log tb-system "$POD_A")"
 # A second replica (replicaCount 2, or the overlap of a rolling update) waits for the lease.
-run_operator_pod "$F" tb-trainbench-b
+"$HELM" upgrade tb "$CHART" -n tb-system --reuse-values --set replicaCount=2 --wait --timeout 120s >"$WORK/helm-upgrade.out" 2>&1 ||
+  fail "helm upgrade --set replicaCount=2: $(cat "$WORK/helm-upgrade.out")"
+kc rollout status -n tb-system "deployment/$DEPLOYMENT" --timeout=60s >/dev/null || fail "kubectl rollout status after the upgrade"
+expect "operator pods after helm upgrade --set replicaCount=2" "$(operator_pods tb-system "$SELECTOR" | grep -c .)" 2
+POD_B=$(operator_pods tb-system "$SELECTOR" | grep -vxF "$POD_A")
 waiting_for_lease() { grep -q "waiting for the lease" <<<"$(pod_log "$1" "$2")"; }
-wait_for 20 waiting_for_lease tb-system tb-trainbench-b || fail "pod b: $(pod_log tb-system tb-trainbench-b)"
-IP_A=$(pod_ip tb-system tb-trainbench-a)
-IP_B=$(pod_ip tb-system tb-trainbench-b)
+wait_for 20 waiting_for_lease tb-system "$POD_B" || fail "pod $POD_B: $(pod_log tb-system "$POD_B")"
+IP_A=$(pod_ip tb-system "$POD_A")
+IP_B=$(pod_ip tb-system "$POD_B")
 # The kubelet's probes (port "health") and Prometheus' scrape (Service targetPort "metrics").
 wait_for 20 http_ok "http://$IP_A:$HEALTH_PORT/readyz" || fail "leader's /readyz on port health ($IP_A:$HEALTH_PORT)"
 http_ok "http://$IP_A:$HEALTH_PORT/healthz" || fail "leader's /healthz"
@@ -438,10 +468,10 @@ wait_for 20 http_ok "http://$IP_B:$HEALTH_PORT/readyz" || fail "standby's /ready
 http_ok "http://$IP_B:$HEALTH_PORT/healthz" || fail "standby's /healthz"
 svc_selector=$(kc get service -n tb-system tb-trainbench-metrics -o json | jq -r '.spec.selector | to_entries | map("\(.key)=\(.value)") | join(",")')
 expect "pods the metrics Service selects" "$(kc get pods -n tb-system -l "$svc_selector" -o name | sort | paste -sd' ')" \
-  "pod/tb-trainbench-a pod/tb-trainbench-b"
+  "$(printf 'pod/%s\n' "$POD_A" "$POD_B" | sort | paste -sd' ')"
 curl -sf --max-time 5 "http://$IP_A:$METRICS_PORT/metrics" >"$WORK/metrics.txt" || fail "leader's /metrics on port metrics"
 grep -q '^trainbench_operator_' "$WORK/metrics.txt" || fail "no trainbench_operator_ series: $(head -c 500 "$WORK/metrics.txt")"
-! leading tb-system tb-trainbench-b || fail "both replicas lead"
+! leading tb-system "$POD_B" || fail "both replicas lead"
 
 # A job in another namespace than the operator's (scope cluster), to Succeeded: 2 runs.
 mlp_job tiny 4 "{backoffLimit: 0, cleanPodPolicy: All}" "{nodes: 1, devicesPerNode: 1, paradigm: none}" \
@@ -472,9 +502,23 @@ wait_for 60 phase_is long Failed || fail "long did not fail: $(kc get bj long -o
 expect "long's failure" "$(kc get bj long -o jsonpath='{.status.conditions[?(@.type=="Failed")].reason}')" DeadlineExceeded
 wait_for 30 no_pods_of long || fail "long's pods remain: $(kc get pods -l trainbench.dev/job=long -o name)"
 
-# Failover: the leader goes (SIGTERM releases the lease); the standby takes over.
-kc delete pod -n tb-system tb-trainbench-a --wait=true --timeout=30s >/dev/null
-wait_for 30 leading tb-system tb-trainbench-b || fail "the standby did not take over: $(pod_log tb-system tb-trainbench-b)"
+# Failover: the leader goes (SIGTERM releases the lease). Its ReplicaSet replaces it at once, so
+# the standby and the replacement both ask for the released lease: one of them takes over (on a
+# cluster too, whichever asks first), the other waits.
+kc delete pod -n tb-system "$POD_A" --wait=true --timeout=30s >/dev/null
+wait_for 30 operator_pod_count_is tb-system "$SELECTOR" 2 || fail "the deleted leader was not replaced: $(operator_pods tb-system "$SELECTOR")"
+POD_C=$(operator_pods tb-system "$SELECTOR" | grep -vxF "$POD_B")
+[ "$POD_C" != "$POD_A" ] || fail "the replacement has the deleted pod's name"
+one_leads() {
+  local n=0 p
+  for p in "$@"; do if leading tb-system "$p"; then n=$((n + 1)); fi; done
+  [ $n = 1 ]
+}
+wait_for 30 one_leads "$POD_B" "$POD_C" ||
+  fail "no operator took over from the deleted leader: $POD_B: $(pod_log tb-system "$POD_B"); $POD_C: $(pod_log tb-system "$POD_C")"
+STANDBY=$POD_C
+if leading tb-system "$POD_C"; then STANDBY=$POD_B; fi
+wait_for 30 waiting_for_lease tb-system "$STANDBY" || fail "pod $STANDBY: $(pod_log tb-system "$STANDBY")"
 
 # The reporter Role's configmaps verbs are needed: creating a Role that grants more than the
 # operator holds is refused (escalation), the reporter's own rules are accepted.
@@ -528,14 +572,15 @@ echo "scope cluster passed ($((SECONDS - T0)) s)"
 
 # ---------------------------------------------------------------------------------------------
 echo "== 4. the chart on kubesim, scope namespace"
-kc delete pod -n tb-system tb-trainbench-b --wait=true --timeout=30s >/dev/null
-kc delete -f "$WORK/r/default.apply.json" --wait=true --timeout=30s >/dev/null
+helm_uninstall tb tb-system "$SELECTOR"
 F=$WORK/r/ns.json
 kc create namespace bench >/dev/null
-apply_chart "$F"
+helm_install tbns bench "$F" -f "$HERE/values-namespaced.yaml"
+NS_SELECTOR=$(deployment_selector "$F")
+NS_POD=$(operator_pods bench "$NS_SELECTOR")
 NS_USER="system:serviceaccount:bench:$(q "$F" '.[] | select(.kind == "ServiceAccount") | .metadata.name')"
-run_operator_pod "$F" tbns-trainbench-a
-wait_for 30 leading bench tbns-trainbench-a || fail "namespaced operator is not leading: $(pod_log bench tbns-trainbench-a)"
+[ -n "$NS_POD" ] || fail "no operator pod in bench after helm install --wait"
+wait_for 30 leading bench "$NS_POD" || fail "namespaced operator is not leading: $(pod_log bench "$NS_POD")"
 # A job outside the watched namespace is not the operator's; one inside runs.
 mlp_job outside 4 "{backoffLimit: 0}" "{nodes: 1, devicesPerNode: 1, paradigm: none}" >"$WORK/outside.yaml"
 kc apply -f "$WORK/outside.yaml" >/dev/null
@@ -547,5 +592,6 @@ expect "the job outside the watched namespace" "$(kc get bj outside -o jsonpath=
 check_audit "$NS_USER" "$F" 0  # the rules are the cluster scope's, checked above
 outside_ns=$(audit_of "$NS_USER" | jq -r 'select(.resource != null and .resource != "" and .namespace != "bench") | "\(.verb) \(.uri)"')
 [ -z "$outside_ns" ] || fail "the namespaced operator made requests outside its namespace: $outside_ns"
+helm_uninstall tbns bench "$NS_SELECTOR"
 
 echo "PASS helm_chart_test ($((SECONDS - T0)) s)"

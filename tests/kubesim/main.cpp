@@ -29,10 +29,12 @@
 #include "api.hpp"
 #include "audit.hpp"
 #include "auth.hpp"
+#include "deployment_controller.hpp"
 #include "gc.hpp"
 #include "http_server.hpp"
 #include "kubelet.hpp"
 #include "netblock.hpp"
+#include "replicaset_controller.hpp"
 #include "server.hpp"
 #include "tls.hpp"
 
@@ -313,6 +315,10 @@ int main(int argc, char** argv) {
 
     GarbageCollector gc(api);
     gc.start();
+    DeploymentController deployments(api);
+    deployments.start();
+    ReplicaSetController replicasets(api);
+    replicasets.start();
     Kubelet kubelet(api, tokens, kopts);
     kubelet.start();
     handler = std::make_unique<ApiServer>(api, tokens, audit, &kubelet, sopts);
@@ -350,6 +356,9 @@ int main(int argc, char** argv) {
     if (sd_writer.joinable()) sd_writer.join();
     watchdog.step("closing the listener");
     http.stop();
+    watchdog.step("stopping the replicaset and deployment controllers");
+    replicasets.stop();  // no new pods while the kubelet stops
+    deployments.stop();
     watchdog.step("stopping the kubelet");
     kubelet.stop();
     watchdog.step("removing the images' root filesystems (buildah)");

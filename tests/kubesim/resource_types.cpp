@@ -31,6 +31,7 @@ TypePtr make(const std::string& group, const std::string& version, const std::st
 }
 
 Subresource status_sub(const std::string& kind) { return {"status", kind, "", "", {"get", "patch", "update"}}; }
+Subresource scale_sub() { return {"scale", "Scale", "autoscaling", "v1", {"get", "patch", "update"}}; }
 
 std::string scope_name(const ResourceType& t) { return t.namespaced ? "Namespaced" : "Cluster"; }
 
@@ -85,8 +86,7 @@ TypeRegistry::TypeRegistry() {
            {status_sub("Namespace"), {"finalize", "Namespace", "", "", {"update"}}},
            {"create", "delete", "get", "list", "patch", "update", "watch"}),
       make(core, "v1", "Node", "nodes", false, {"no"}, {}, {status_sub("Node")}),
-      make(core, "v1", "Pod", "pods", true, {"po"}, {"all"},
-           {status_sub("Pod"), {"log", "Pod", "", "", {"get"}}}),
+      make(core, "v1", "Pod", "pods", true, {"po"}, {"all"}, {status_sub("Pod"), {"log", "Pod", "", "", {"get"}}}),
       make(core, "v1", "Secret", "secrets", true, {}),
       make(core, "v1", "ServiceAccount", "serviceaccounts", true, {"sa"}, {},
            {{"token", "TokenRequest", "authentication.k8s.io", "v1", {"create"}}}),
@@ -107,14 +107,22 @@ TypeRegistry::TypeRegistry() {
       make("rbac.authorization.k8s.io", "v1", "Role", "roles", true, {}),
       make("coordination.k8s.io", "v1", "Lease", "leases", true, {}),
       make("events.k8s.io", "v1", "Event", "events", true, {"ev"}),
+      make("apps", "v1", "Deployment", "deployments", true, {"deploy"}, {"all"},
+           {status_sub("Deployment"), scale_sub()}),
+      make("apps", "v1", "ReplicaSet", "replicasets", true, {"rs"}, {"all"}, {status_sub("ReplicaSet"), scale_sub()}),
   };
   for (auto& t : builtin_) {
     auto* m = const_cast<ResourceType*>(t.get());
     if (m->group == "authentication.k8s.io" || m->group == "authorization.k8s.io") m->create_only = true;
-    if (m->kind == "CustomResourceDefinition") m->tracks_generation = true;
+    if (m->kind == "CustomResourceDefinition" || m->group == "apps") m->tracks_generation = true;
   }
-  builtin_groups_ = {"apiextensions.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
-                     "rbac.authorization.k8s.io", "coordination.k8s.io", "events.k8s.io"};
+  builtin_groups_ = {"apps",
+                     "apiextensions.k8s.io",
+                     "authentication.k8s.io",
+                     "authorization.k8s.io",
+                     "rbac.authorization.k8s.io",
+                     "coordination.k8s.io",
+                     "events.k8s.io"};
 }
 
 TypePtr TypeRegistry::find(const std::string& group, const std::string& version, const std::string& plural) const {

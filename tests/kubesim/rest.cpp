@@ -128,6 +128,10 @@ void ApiServer::serve_resource(Ctx& c, const ResourceType& t) {
     serve_token_request(c);
     return;
   }
+  if (info.subresource == "scale" && t.group == "apps") {
+    serve_scale(c, t);
+    return;
+  }
   if (info.subresource == "finalize" || info.subresource == "scale") {
     send_error(c, method_not_supported(qualified_resource(t.group, t.plural + "/" + info.subresource), verb));
     return;

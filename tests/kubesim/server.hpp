@@ -72,6 +72,8 @@ class ApiServer {
   void serve_watch(Ctx& c, const ResourceType& t);
   void serve_log(Ctx& c, const ResourceType& t);
   void serve_token_request(Ctx& c);
+  /// The scale subresource (autoscaling/v1 Scale) of Deployments and ReplicaSets (scale.cpp).
+  void serve_scale(Ctx& c, const ResourceType& t);
   void serve_review(Ctx& c, const ResourceType& t);
   void serve_admin(Ctx& c);
   void serve_faults_admin(Ctx& c);

@@ -4,6 +4,7 @@
 #include <regex>
 #include <set>
 
+#include "apps_strategy.hpp"
 #include "schema.hpp"
 
 namespace kubesim {
@@ -126,11 +127,7 @@ void default_containers(json& list) {
 }
 
 void default_pod_spec(json& spec) {
-  if (!spec.contains("restartPolicy")) spec["restartPolicy"] = "Always";
-  if (!spec.contains("terminationGracePeriodSeconds")) spec["terminationGracePeriodSeconds"] = 30;
-  if (!spec.contains("dnsPolicy")) spec["dnsPolicy"] = "ClusterFirst";
-  if (!spec.contains("schedulerName")) spec["schedulerName"] = "default-scheduler";
-  if (!spec.contains("securityContext")) spec["securityContext"] = json::object();
+  default_pod_template_spec(spec);
   if (!spec.contains("enableServiceLinks")) spec["enableServiceLinks"] = true;
   if (!spec.contains("priority")) spec["priority"] = 0;
   if (!spec.contains("preemptionPolicy")) spec["preemptionPolicy"] = "PreemptLowerPriority";
@@ -143,8 +140,6 @@ void default_pod_spec(json& spec) {
         {{{"key", "node.kubernetes.io/not-ready"}, {"operator", "Exists"}, {"effect", "NoExecute"}, {"tolerationSeconds", 300}},
          {{"key", "node.kubernetes.io/unreachable"}, {"operator", "Exists"}, {"effect", "NoExecute"}, {"tolerationSeconds", 300}}});
   }
-  default_containers(spec["containers"]);
-  if (spec.contains("initContainers")) default_containers(spec["initContainers"]);
 }
 
 std::string qos_class(const json& spec) {
@@ -559,6 +554,27 @@ void prepare_crd(const ResourceType& t, json& obj, const json* old) {
 
 }  // namespace
 
+void default_pod_template_spec(json& spec) {
+  if (!spec.contains("restartPolicy")) spec["restartPolicy"] = "Always";
+  if (!spec.contains("terminationGracePeriodSeconds")) spec["terminationGracePeriodSeconds"] = 30;
+  if (!spec.contains("dnsPolicy")) spec["dnsPolicy"] = "ClusterFirst";
+  if (!spec.contains("schedulerName")) spec["schedulerName"] = "default-scheduler";
+  if (!spec.contains("securityContext")) spec["securityContext"] = json::object();
+  if (spec.contains("containers")) default_containers(spec["containers"]);
+  if (spec.contains("initContainers")) default_containers(spec["initContainers"]);
+}
+
+std::vector<FieldError> validate_pod_template_spec(const json& spec, const std::string& field) {
+  std::vector<FieldError> errs = validate_containers(spec.value("containers", json()), field + ".containers", true);
+  if (spec.contains("initContainers"))
+    append(errs, validate_containers(spec["initContainers"], field + ".initContainers", false));
+  std::string rp = spec.value("restartPolicy", "");
+  if (rp != "Always" && rp != "OnFailure" && rp != "Never") {
+    errs.push_back(not_supported_error(field + ".restartPolicy", rp, {"\"Always\"", "\"OnFailure\"", "\"Never\""}));
+  }
+  return errs;
+}
+
 std::vector<FieldError> validate_name(const ResourceType& t, const std::string& name) {
   const std::string key = t.storage_key();
   if (key == "namespaces") return label_name_errors("metadata.name", name);
@@ -654,6 +670,8 @@ void prepare_create(StrategyContext& ctx, const ResourceType& t, json& obj) {
     prepare_binding(ctx, t, obj, nullptr);
   } else if (key == "customresourcedefinitions.apiextensions.k8s.io") {
     prepare_crd(t, obj, nullptr);
+  } else if (t.group == "apps") {
+    prepare_workload_create(t, obj);
   }
 }
 
@@ -682,6 +700,8 @@ void prepare_update(StrategyContext& ctx, const ResourceType& t, const json& old
     prepare_binding(ctx, t, obj, &old);
   } else if (key == "customresourcedefinitions.apiextensions.k8s.io") {
     if (sub != "status") prepare_crd(t, obj, &old);
+  } else if (t.group == "apps") {
+    prepare_workload_update(t, old, obj, sub);
   }
 }
 

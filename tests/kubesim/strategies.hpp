@@ -29,6 +29,12 @@ void prepare_update(StrategyContext& ctx, const ResourceType& t, const json& old
 std::vector<FieldError> validate_name(const ResourceType& t, const std::string& name);
 /// Label and annotation validation.
 std::vector<FieldError> validate_metadata(const json& metadata);
+/// The defaults a pod template's spec gets (SetDefaults_PodSpec: restartPolicy, dnsPolicy,
+/// schedulerName, terminationGracePeriodSeconds, securityContext, the containers'); not the
+/// pod-only ones (serviceAccountName, tolerations, priority, enableServiceLinks).
+void default_pod_template_spec(json& spec);
+/// A pod template's spec: containers (names, images, env), restartPolicy; fields under `field`.
+std::vector<FieldError> validate_pod_template_spec(const json& spec, const std::string& field);
 /// Custom resources: defaulting, pruning, unknown-field policy, schema validation.
 void apply_crd_schema(StrategyContext& ctx, const ResourceType& t, json& obj);
 

@@ -3,6 +3,8 @@
 #include <functional>
 #include <sstream>
 
+#include "workloads.hpp"
+
 namespace kubesim {
 
 namespace {
@@ -96,9 +98,84 @@ struct Layout {
   std::function<json(const json&)> row;
 };
 
+// layoutContainerCells: the template's container names and images, comma-separated.
+std::pair<std::string, std::string> container_cells(const json& workload) {
+  std::string names, images;
+  const json* cs = json_path(workload, "spec.template.spec.containers");
+  if (cs && cs->is_array()) {
+    for (const auto& c : *cs) {
+      names += (names.empty() ? "" : ",") + c.value("name", "");
+      images += (images.empty() ? "" : ",") + c.value("image", "");
+    }
+  }
+  return {names, images};
+}
+
+json workload_wide_columns(const std::string& selector_desc) {
+  return json::array({col("Containers", "string", "", "Names of each container in the template.", 1),
+                      col("Images", "string", "", "Images referenced by each container in the template.", 1),
+                      col("Selector", "string", "", selector_desc, 1)});
+}
+
+json deployment_row(const json& o) {
+  auto [names, images] = container_cells(o);
+  const json st = o.value("status", json::object());
+  const json* sel = json_path(o, "spec.selector");
+  return json::array(
+      {o["metadata"].value("name", ""),
+       std::to_string(st.value("readyReplicas", 0LL)) + "/" + std::to_string(o["spec"].value("replicas", 1LL)),
+       st.value("updatedReplicas", 0LL), st.value("availableReplicas", 0LL), age(o), names, images,
+       sel ? selector_string(*sel) : ""});
+}
+
+json replicaset_row(const json& o) {
+  auto [names, images] = container_cells(o);
+  const json st = o.value("status", json::object());
+  const json* sel = json_path(o, "spec.selector");
+  return json::array({o["metadata"].value("name", ""), o["spec"].value("replicas", 1LL), st.value("replicas", 0LL),
+                      st.value("readyReplicas", 0LL), age(o), names, images, sel ? selector_string(*sel) : ""});
+}
+
+// Deployments: NAME READY UP-TO-DATE AVAILABLE AGE; ReplicaSets: NAME DESIRED CURRENT READY AGE.
+Layout workload_layout(const std::string& key, const json& name) {
+  json cols;
+  if (key == kDeployments) {
+    cols = json::array(
+        {name, col("Ready", "string", "", "Number of the pod with ready state"),
+         col("Up-to-date", "string", "",
+             "Total number of non-terminated pods targeted by this deployment that have the desired template spec."),
+         col("Available", "string", "",
+             "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment."),
+         col("Age", "string", "", kAgeDesc)});
+    for (const auto& c : workload_wide_columns("Label selector for pods. Existing ReplicaSets whose pods are selected "
+                                               "by this will be the ones affected by this deployment."))
+      cols.push_back(c);
+    return {cols, deployment_row};
+  }
+  cols = json::array({name,
+                      col("Desired", "integer", "",
+                          "Replicas is the number of desired replicas. This is a pointer to distinguish between "
+                          "explicit zero and unspecified. Defaults to 1. More info: "
+                          "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/"
+                          "#what-is-a-replicationcontroller"),
+                      col("Current", "integer", "",
+                          "Replicas is the most recently oberved number of replicas. More info: "
+                          "https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller/"
+                          "#what-is-a-replicationcontroller"),
+                      col("Ready", "integer", "", "The number of ready replicas for this replica set."),
+                      col("Age", "string", "", kAgeDesc)});
+  for (const auto& c : workload_wide_columns(
+           "Selector is a label query over pods that should match the replica count. Label keys and values that must "
+           "match in order to be controlled by this replica set. It must match the pod template's labels. More info: "
+           "https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors"))
+    cols.push_back(c);
+  return {cols, replicaset_row};
+}
+
 Layout layout_for(const ResourceType& t) {
   const std::string key = t.storage_key();
   json name = col("Name", "string", "name", kNameDesc);
+  if (key == kDeployments || key == kReplicaSets) return workload_layout(key, name);
   if (key == "pods") {
     return {json::array({name, col("Ready", "string", "", "The aggregate readiness state of this pod for accepting traffic."),
                          col("Status", "string", "", "The aggregate status of the containers in this pod."),
