@@ -14,8 +14,8 @@ ARG RUNTIME_IMAGE=gcr.io/distroless/cc-debian12:nonroot
 FROM ${BUILD_IMAGE} AS build
 # scripts/install-deps.sh's build packages, less libtorch (the operator does not use it) and tests.
 # apt's downloads and lists and ccache's objects live in cache mounts, kept between builds.
-RUN --mount=type=cache,id=trainbench-apt-archives,target=/var/cache/apt/archives,sharing=locked \
-    --mount=type=cache,id=trainbench-apt-lists,target=/var/lib/apt/lists,sharing=locked \
+RUN --mount=type=cache,id=trainbench-apt-archives,target=/var/cache/apt/archives \
+    --mount=type=cache,id=trainbench-apt-lists,target=/var/lib/apt/lists \
     rm -f /etc/apt/apt.conf.d/docker-clean \
  && apt-get update \
  && apt-get install -y --no-install-recommends build-essential cmake ninja-build pkg-config ccache \

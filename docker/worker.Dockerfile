@@ -15,9 +15,11 @@ ARG RUNTIME_IMAGE=debian:bookworm-slim
 
 FROM ${BUILD_IMAGE} AS build
 # scripts/install-deps.sh's build packages (no test frameworks: tests are off here).
-# apt's downloads and lists and ccache's objects live in cache mounts, kept between builds.
-RUN --mount=type=cache,id=trainbench-apt-archives,target=/var/cache/apt/archives,sharing=locked \
-    --mount=type=cache,id=trainbench-apt-lists,target=/var/lib/apt/lists,sharing=locked \
+# apt's downloads and lists and ccache's objects live in cache mounts, kept between builds (shared,
+# not sharing=locked: buildah 1.28 holds a stage's locks to the end of the build, and the runtime
+# stage below, which mounts the same caches, then waits for ever).
+RUN --mount=type=cache,id=trainbench-apt-archives,target=/var/cache/apt/archives \
+    --mount=type=cache,id=trainbench-apt-lists,target=/var/lib/apt/lists \
     rm -f /etc/apt/apt.conf.d/docker-clean \
  && apt-get update \
  && apt-get install -y --no-install-recommends build-essential cmake ninja-build pkg-config ccache \
@@ -40,12 +42,15 @@ RUN --mount=type=cache,id=trainbench-ccache,target=/root/.cache/ccache \
 FROM ${RUNTIME_IMAGE}
 # Runtime libraries only (apt pulls their dependencies); libopenblas0-pthread becomes libblas.so.3
 # (Debian's reference BLAS is about 5x slower, docs/development.md).
-RUN --mount=type=cache,id=trainbench-apt-archives,target=/var/cache/apt/archives,sharing=locked \
-    --mount=type=cache,id=trainbench-apt-lists,target=/var/lib/apt/lists,sharing=locked \
+RUN --mount=type=cache,id=trainbench-apt-archives,target=/var/cache/apt/archives \
+    --mount=type=cache,id=trainbench-apt-lists,target=/var/lib/apt/lists \
     rm -f /etc/apt/apt.conf.d/docker-clean \
  && apt-get update \
  && apt-get install -y --no-install-recommends libtorch1.13 libgloo0 libopenblas0-pthread \
-      libyaml-cpp0.7 libcpprest2.10 libssl3 libprometheus-cpp-core1.0
+      libyaml-cpp0.7 libcpprest2.10 libssl3 libprometheus-cpp-core1.0 \
+ && chmod 0755 /var/tmp /run/lock
+# (/var/tmp and /run/lock made root's: nothing in the image is writable by its user but /tmp, where
+# every pod mounts an emptyDir; tests/images/image_checks.sh.)
 COPY --from=build /rootfs/usr/local/bin/ /usr/local/bin/
 # Fail the build when a library is missing rather than the first benchmark pod.
 RUN ! ldd /usr/local/bin/trainbench /usr/local/bin/trainbench-worker | grep 'not found'

@@ -4,7 +4,7 @@
 # isolation) runs docker/operator.Dockerfile and docker/worker.Dockerfile unchanged, their bases
 # given as build arguments (docs/install.md, "Images").
 #
-# Usage: scripts/images.sh [--bases-only]
+# Usage: scripts/images.sh [--bases-only | IMAGE...]   (IMAGE: operator, worker; default both)
 #
 # Makes, in buildah's storage (`buildah --storage-driver vfs images`):
 #   localhost/trainbench-base/debian:bookworm        stands in for debian:bookworm (build stages)
@@ -31,10 +31,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BASES_ONLY=0
+IMAGES=(operator worker)
 case "${1:-}" in
   "") ;;
   --bases-only) BASES_ONLY=1 ;;
-  *) echo "usage: scripts/images.sh [--bases-only]" >&2; exit 2 ;;
+  operator | worker) IMAGES=("$@") ;;
+  *) echo "usage: scripts/images.sh [--bases-only | operator | worker ...]" >&2; exit 2 ;;
 esac
 [ "$(id -u)" -eq 0 ] || { echo "images.sh: needs root (buildah vfs storage + chroot isolation)" >&2; exit 1; }
 for tool in buildah mmdebstrap; do
@@ -140,7 +142,12 @@ timed "bases" build_bases
 [ "$BASES_ONLY" = 1 ] && exit 0
 command -v ccache >/dev/null && share_cache trainbench-ccache "$(ccache -k cache_dir)"
 share_cache trainbench-apt-archives /var/cache/apt/archives
-image operator "$BASE/distroless-cc:nonroot"
-image worker "$BASE/debian:bookworm-slim"
+for name in "${IMAGES[@]}"; do
+  case $name in
+    operator) image operator "$BASE/distroless-cc:nonroot" ;;
+    worker) image worker "$BASE/debian:bookworm-slim" ;;
+    *) echo "images.sh: no image $name (operator, worker)" >&2; exit 2 ;;
+  esac
+done
 # Intermediate images the layer cache no longer needs (older builds' layers) are pruned.
 "${BUILDAH[@]}" rmi --prune >/dev/null 2>&1 || true

@@ -28,13 +28,11 @@ containers=()
 cleanup() { for c in "${containers[@]}"; do "${B[@]}" rm "$c" >/dev/null 2>&1 || true; done; }
 trap cleanup EXIT
 
-# open IMAGE: a working container of IMAGE (removed at exit); prints its name.
+# open IMAGE: a working container of IMAGE, named in $OPENED (removed at exit).
 open() {
   "${B[@]}" inspect --type image "$1" >/dev/null 2>&1 || fail "image $1 not found: run scripts/images.sh"
-  local c
-  c=$("${B[@]}" from --pull=never --quiet "$1")
-  containers+=("$c")
-  echo "$c"
+  OPENED=$("${B[@]}" from --pull=never --quiet "$1")
+  containers+=("$OPENED")
 }
 
 # config IMAGE JQ-PATH: a field of the image's OCI config (compact JSON for lists).
@@ -55,7 +53,7 @@ expect_eq() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; pass "$1 = $3";
 # no_shell ROOT: no shell or package manager anywhere in the root filesystem.
 no_shell() {
   local found
-  found=$(find "$1" -xdev \( -name sh -o -name bash -o -name dash -o -name busybox -o -name apt-get \
+  found=$(find "$1" -xdev ! -type d \( -name sh -o -name bash -o -name dash -o -name busybox -o -name apt-get \
     -o -name dpkg -o -name perl -o -name python3 \) 2>/dev/null | sed "s|^$1||" || true)
   [ -z "$found" ] || fail "the operator image has a shell or interpreter: $found"
   pass "the operator image has no shell, interpreter or package manager"
@@ -84,7 +82,8 @@ libraries_resolve() {
 # than the pod mounts (and what is under them), symlinks aside; /dev is the runtime's (a
 # container gets its own), not the image's.
 nothing_writable() {
-  local name=$1 root=$2 prune=(-path "$root/dev" -prune -o) writable
+  local name=$1 root=$2 prune writable
+  prune=(-path "$root/dev" -prune -o)
   for m in "${POD_MOUNTS[@]}"; do prune+=(-path "$root$m" -prune -o); done
   writable=$(find "$root" -xdev "${prune[@]}" ! -type l \( \( -uid 65532 -perm -u+w \) \
     -o \( -gid 65532 -perm -g+w \) -o -perm -o+w \) -print 2>/dev/null | sed "s|^$root||" | head -20)
@@ -94,7 +93,8 @@ nothing_writable() {
 
 check_user_and_entrypoint
 
-op=$(open "$OPERATOR")
+open "$OPERATOR"
+op=$OPENED
 op_root=$("${B[@]}" mount "$op")
 no_shell "$op_root"
 out=$(run_as_user "$op" /usr/local/bin/trainbench-operator --help) || fail "trainbench-operator --help in the image: $out"
@@ -103,7 +103,8 @@ pass "the operator image runs trainbench-operator (buildah run, no shell)"
 libraries_resolve "operator image" "$op_root"
 nothing_writable "operator image" "$op_root"
 
-wk=$(open "$WORKER")
+open "$WORKER"
+wk=$OPENED
 wk_root=$("${B[@]}" mount "$wk")
 out=$(run_as_user "$wk" id -u) && [ "$out" = 65532 ] || fail "worker image: id -u gave '$out', want 65532"
 out=$(run_as_user "$wk" id -g) && [ "$out" = 65532 ] || fail "worker image: id -g gave '$out', want 65532"
