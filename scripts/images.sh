@@ -13,13 +13,16 @@
 #   localhost/trainbench/operator:VERSION and localhost/trainbench/worker:VERSION (VERSION: the
 #   project's, as the chart and the operator name them)
 #
-# Caches (a second run on the same machine takes seconds when nothing changed):
+# Caches (a second run on the same machine takes minutes, not the cold build's tens of minutes):
 #   - each base's mmdebstrap tarball under $TRAINBENCH_IMAGE_CACHE (default
 #     ~/.cache/trainbench/images), keyed by the sha256 of its mmdebstrap arguments, package list
 #     and hook, and rebuilt when older than TRAINBENCH_BASE_MAX_AGE_DAYS (7) so that Debian's
 #     security updates come in; the base image carries the key as a label and is remade only when
 #     the key changes;
-#   - buildah's layer cache (`--layers`): unchanged steps are reused;
+#   - no buildah layer cache (`--layers`): with the vfs driver each layer is a full copy of the
+#     root filesystem, and committing the build stages' layers cost more than it saved (a worker
+#     build with --layers was stopped after 50 minutes); without it only the final image is
+#     committed;
 #   - the Dockerfiles' `RUN --mount=type=cache` mounts (apt's downloads and lists, ccache), which
 #     buildah keeps between builds as BuildKit does; here the ccache and apt-archive mounts are
 #     this machine's own caches (share_cache below), so the image builds reuse what
