@@ -71,7 +71,7 @@ echo "PASS the operator runs from $OPERATOR_IMAGE as 65532:65532"
 # imageID of every container status a watch saw), and the processes of its running pods, looked
 # at while they run, are uid/gid 65532 inside the worker image's root filesystem.
 run_example() {
-  local file=$1 name=$2 seen="" pod ip pid ids watch_pid images
+  local file=$1 name=$2 seen="" pod ip pid ids cmd watch_pid images
   kc get pods -l "trainbench.dev/job=$name" -w -o json >"$WORK/$name.watch" 2>/dev/null &
   watch_pid=$!
   kc apply -f "$file" >/dev/null || fail "kubectl apply -f $file"
@@ -80,11 +80,13 @@ run_example() {
     while read -r pod ip; do
       [ -n "$ip" ] || continue
       for pid in $(pod_pids "$ip"); do
-        # (A process that has exited meanwhile is passed over: its /proc entry is gone.)
+        # (A process that is exiting meanwhile is passed over: its /proc entry is gone, or it is a
+        # zombie, with no command line and no root any more.)
         ids=$(ids_of "$pid" 2>/dev/null) && [ -n "$ids" ] || continue
         [ "$ids" = "65532 65532" ] || fail "pod $pod: process $pid runs as $ids"
-        [ -x "/proc/$pid/root/usr/local/bin/trainbench-worker" ] || [ ! -e "/proc/$pid" ] ||
-          fail "pod $pod: process $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)) is not in the worker image"
+        cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue
+        [ -x "/proc/$pid/root/usr/local/bin/trainbench-worker" ] || [ -z "$cmd" ] || [ ! -e "/proc/$pid" ] ||
+          fail "pod $pod: process $pid ($cmd) is not in the worker image"
         case " $seen " in *" $pod "*) ;; *) seen+=" $pod" ;; esac
       done
     done < <(kc get pods -l "trainbench.dev/job=$name" --field-selector=status.phase=Running \
