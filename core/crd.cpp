@@ -7,6 +7,7 @@
 
 #include "core/job_status.hpp"
 #include "core/spec.hpp"
+#include "core/text_cells.hpp"
 #include "core/yaml_json.hpp"
 
 namespace trainbench {
@@ -344,6 +345,43 @@ json nccl_schema() {
                           bounded_string_t(kMaxEnvValueLength))}});
 }
 
+json baseline_schema() {
+  const BaselineSpec b;
+  json schema = object_t(
+      "What the operator compares the finished job's report with (the Regressed condition): exactly one of "
+      "benchmarkJob and configMap, in the job's namespace.",
+      {{"benchmarkJob",
+        {{"type", "string"},
+         {"maxLength", kMaxJobNameLength},
+         {"pattern", kJobNamePattern},
+         {"description", "An earlier BenchmarkJob: its status.report."}}},
+       {"configMap",
+        object_t("A ConfigMap holding a report (trainbench run --json) under a key.",
+                 {{"name",
+                   {{"type", "string"},
+                    {"maxLength", kMaxDnsSubdomainLength},
+                    {"pattern", kDnsSubdomainPattern},
+                    {"description", "The ConfigMap's name."}}},
+                  {"key",
+                   {{"type", "string"},
+                    {"maxLength", kMaxConfigMapKeyLength},
+                    {"pattern", kConfigMapKeyPattern},
+                    {"description", "The data key holding the report; unset: " + b.config_map_key + "."}}}},
+                 {"name"})},
+       {"regressionThresholdPercent",
+        {{"type", "number"},
+         {"minimum", bounds::kRegressionThresholdPercent.min},
+         {"maximum", bounds::kRegressionThresholdPercent.max},
+         {"description",
+          "Regressed when a row's p50 ex/sec is significantly lower by more than this (percent); "
+          "unset: " +
+              printf_str("%g", b.regression_threshold_percent) + "."}}}});
+  schema["x-kubernetes-validations"] = json::array({cel("has(self.benchmarkJob) != has(self.configMap)",
+                                                        "spec.baseline: must name exactly one of benchmarkJob and "
+                                                        "configMap")});
+  return schema;
+}
+
 json run_policy_schema() {
   const RunPolicy p;
   return object_t("How runs are bounded, restarted and cleaned up.",
@@ -372,7 +410,8 @@ json spec_schema() {
                                              bounds::kMasterPort, j.master_port)},
                         {"runPolicy", run_policy_schema()},
                         {"template", template_schema()},
-                        {"nccl", nccl_schema()}},
+                        {"nccl", nccl_schema()},
+                        {"baseline", baseline_schema()}},
                        {"benchmark", "sweep"});
   const BenchmarkSpec b;
   const SweepEntry e;

@@ -49,14 +49,16 @@ struct Spellings<RunPhase> {
                                                             {RunPhase::kFailed, "Failed"}}};
 };
 
-/// status.conditions[].type: the conditions the operator sets on a job.
-enum class ConditionType { kInvalid, kRunning, kSucceeded, kFailed };
+/// status.conditions[].type: the conditions the operator sets on a job. Regressed: the ended
+/// job compared with spec.baseline (docs/operator.md).
+enum class ConditionType { kInvalid, kRunning, kSucceeded, kFailed, kRegressed };
 template <>
 struct Spellings<ConditionType> {
-  static constexpr std::array<Spelling<ConditionType>, 4> table{{{ConditionType::kInvalid, "Invalid"},
+  static constexpr std::array<Spelling<ConditionType>, 5> table{{{ConditionType::kInvalid, "Invalid"},
                                                                  {ConditionType::kRunning, "Running"},
                                                                  {ConditionType::kSucceeded, "Succeeded"},
-                                                                 {ConditionType::kFailed, "Failed"}}};
+                                                                 {ConditionType::kFailed, "Failed"},
+                                                                 {ConditionType::kRegressed, "Regressed"}}};
 };
 
 /// status.conditions[].status.

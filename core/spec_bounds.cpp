@@ -128,7 +128,11 @@ void cluster_bounds(std::vector<FieldBound>& t) {
                      range("spec.runPolicy.collectiveTimeoutSeconds", kCollectiveTimeoutSeconds),
                      range("spec.runPolicy.backoffLimit", kBackoffLimit),
                      range("spec.runPolicy.schedulingTimeoutSeconds", kSchedulingTimeoutSeconds),
-                     one_of("spec.runPolicy.cleanPodPolicy", known_clean_pod_policies())});
+                     one_of("spec.runPolicy.cleanPodPolicy", known_clean_pod_policies()),
+                     length("spec.baseline.benchmarkJob", kMaxJobNameLength),
+                     length("spec.baseline.configMap.name", kMaxDnsSubdomainLength),
+                     length("spec.baseline.configMap.key", kMaxConfigMapKeyLength),
+                     range("spec.baseline.regressionThresholdPercent", kRegressionThresholdPercent)});
 }
 
 void template_bounds(std::vector<FieldBound>& t) {

@@ -372,6 +372,36 @@ void check_cluster(Checker& c, const BenchmarkJob& job) {
   c.in_range("spec.masterPort", job.master_port, kMasterPort);
 }
 
+/// spec.baseline: exactly one of benchmarkJob (not this job) and configMap, well-formed names,
+/// a threshold in percent.
+void check_baseline(Checker& c, const BenchmarkJob& job) {
+  if (!job.baseline) return;
+  const BaselineSpec& b = *job.baseline;
+  const std::string p = "spec.baseline";
+  if (b.benchmark_job.empty() == b.config_map.empty()) {
+    c.add(p, "must name exactly one of benchmarkJob and configMap, got " +
+                 std::string(b.benchmark_job.empty() ? "neither" : "both"));
+  }
+  if (!b.benchmark_job.empty() && !matches(b.benchmark_job, kJobNamePattern, kMaxJobNameLength)) {
+    c.add(p + ".benchmarkJob", "must be a BenchmarkJob's name, got " + quote(b.benchmark_job));
+  } else if (!b.benchmark_job.empty() && b.benchmark_job == job.metadata.name) {
+    c.add(p + ".benchmarkJob", "must name an earlier job, not this one (" + quote(b.benchmark_job) + ")");
+  }
+  if (!b.config_map.empty() && !matches(b.config_map, kDnsSubdomainPattern, kMaxDnsSubdomainLength)) {
+    c.add(p + ".configMap.name", "must be a ConfigMap's name (an RFC 1123 subdomain), got " + quote(b.config_map));
+  }
+  if (!b.config_map.empty() && !matches(b.config_map_key, kConfigMapKeyPattern, kMaxConfigMapKeyLength)) {
+    c.add(p + ".configMap.key",
+          "must be a ConfigMap key (alphanumerics, '-', '_', '.'), got " + quote(b.config_map_key));
+  }
+  const IntRange r = bounds::kRegressionThresholdPercent;
+  const double t = b.regression_threshold_percent;
+  if (!(t >= static_cast<double>(r.min) && t <= static_cast<double>(r.max))) {
+    c.add(p + ".regressionThresholdPercent",
+          "must be between " + std::to_string(r.min) + " and " + std::to_string(r.max) + ", got " + fmt_number(t));
+  }
+}
+
 /// spec.sweep[i] (path `p`): its shape, then what its paradigm asks of it and of spec.benchmark.
 void check_sweep_entry(Checker& c, const BenchmarkJob& job, const SweepEntry& e, const std::string& p) {
   const BenchmarkSpec& b = job.benchmark;
@@ -419,6 +449,7 @@ std::vector<FieldError> validate(const BenchmarkJob& job) {
   check_cluster(c, job);
   check_template(c, job.pod_template);
   check_nccl(c, job.nccl);
+  check_baseline(c, job);
   check_label_map(c, "metadata.labels", job.metadata.labels, true);
   check_label_map(c, "metadata.annotations", job.metadata.annotations, false);
   check_sweep(c, job);

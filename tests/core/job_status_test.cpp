@@ -269,9 +269,9 @@ TEST(JobStatus, EachValueHasOneText) {
   expect_texts<RunPhase>({RunPhase::kPending, RunPhase::kStarting, RunPhase::kRunning, RunPhase::kRestarting,
                           RunPhase::kSucceeded, RunPhase::kFailed},
                          {"Pending", "Starting", "Running", "Restarting", "Succeeded", "Failed"});
-  expect_texts<ConditionType>(
-      {ConditionType::kInvalid, ConditionType::kRunning, ConditionType::kSucceeded, ConditionType::kFailed},
-      {"Invalid", "Running", "Succeeded", "Failed"});
+  expect_texts<ConditionType>({ConditionType::kInvalid, ConditionType::kRunning, ConditionType::kSucceeded,
+                               ConditionType::kFailed, ConditionType::kRegressed},
+                              {"Invalid", "Running", "Succeeded", "Failed", "Regressed"});
   expect_texts<ConditionStatus>({ConditionStatus::kTrue, ConditionStatus::kFalse, ConditionStatus::kUnknown},
                                 {"True", "False", "Unknown"});
   EXPECT_FALSE(parse_enum<RunPhase>("succeeded").has_value()) << "case-sensitive, as the API server's enum";

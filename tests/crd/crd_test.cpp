@@ -614,7 +614,8 @@ bool cel_covers(const json::json_pointer& ptr) {
 TEST(Crd, BoundsAndEnumsAgreeWithCore) {
   const json base = yaml_to_json(
       "apiVersion: trainbench.dev/v1alpha1\nkind: BenchmarkJob\nmetadata: {name: bounds}\n"
-      "spec:\n  benchmark: {model: mlp, mlp: {hiddenSizes: [64]}}\n  sweep: [{nodes: 1, devicesPerNode: 1}]\n");
+      "spec:\n  benchmark: {model: mlp, mlp: {hiddenSizes: [64]}}\n  sweep: [{nodes: 1, devicesPerNode: 1}]\n"
+      "  baseline: {benchmarkJob: earlier}\n");  // an optional object is present, so its fields' bounds are probed
   ASSERT_TRUE(validator().errors(base).empty());
   ASSERT_NO_THROW(parse_benchmark_job(base.dump()));
   const auto all = probes();
