@@ -36,7 +36,9 @@ std::string count(int n, const std::string& one, const std::string& many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-std::string percent(double v) { return printf_str(v < 10 ? "%.1f%%" : "%.0f%%", v); }
+/// A measured %: one decimal below 100 ("9.9%" is not "10%"); a setting: as the spec has it.
+std::string percent(double v) { return printf_str(v < 100 ? "%.1f%%" : "%.0f%%", v); }
+std::string setting(double v) { return printf_str("%g%%", v); }
 
 /// What would help a noisy run, most telling first: oversubscribed cores, then whether the
 /// steps' own jitter explains the spread (more measured steps) or the repeats drifted apart
@@ -119,7 +121,7 @@ void judge_noise(NoiseReport& n, double threshold_percent, int repeats, int meas
   }
   const double spread = *n.repeat_spread_percent;
   const std::string figures = "the repeats' p50 sec/iter differ by " + percent(spread) + " (threshold " +
-                              percent(threshold_percent) + "); step times vary " + percent(n.step_cv_percent) +
+                              setting(threshold_percent) + "); step times vary " + percent(n.step_cv_percent) +
                               " within a repeat (CV)";
   if (spread <= threshold_percent) {
     n.verdict = NoiseVerdict::kQuiet;

@@ -9,7 +9,9 @@ namespace {
 
 std::string row_name(const RunReport& r) { return r.devices_label + " -- " + r.label; }
 
-std::string percent(double v) { return printf_str(v < 10 ? "%.1f%%" : "%.0f%%", v); }
+/// A measured %: one decimal below 100; a setting (target, threshold): as the spec has it.
+std::string percent(double v) { return printf_str(v < 100 ? "%.1f%%" : "%.0f%%", v); }
+std::string setting(double v) { return printf_str("%g%%", v); }
 
 std::string joined(const std::vector<std::string>& items) {
   std::string out;
@@ -63,7 +65,7 @@ void ReportNotes::add_mark(int index, const std::string& mark, const std::string
 void ReportNotes::note_efficiency(const Report& report) {
   const Tally t = below_target_runs(report);
   if (!report.efficiency_target || t.judged == 0) return;
-  const std::string target = percent(*report.efficiency_target * 100.0);
+  const std::string target = setting(*report.efficiency_target * 100.0);
   for (const RunReport* r : t.flagged) {
     add_mark(r->index, "below target",
              row_name(*r) + ": scaling efficiency " + efficiency_text(*r) + " is below the target " + target +
@@ -91,7 +93,7 @@ void ReportNotes::note_noise(const Report& report) {
   if (t.judged > 0) {
     const std::size_t quiet = static_cast<std::size_t>(t.judged) - t.flagged.size();
     std::string line = "noise (the spread of the repeats' p50 sec/iter, threshold " +
-                       percent(report.noise_threshold_percent.value_or(0)) + "): ";
+                       setting(report.noise_threshold_percent.value_or(0)) + "): ";
     if (t.flagged.empty()) {
       line += "every run's repeats agree within " + percent(quiet_max);
     } else {
@@ -112,7 +114,7 @@ std::string below_target_summary(const Report& report) {
   std::string runs;
   for (const RunReport* r : t.flagged) runs += (runs.empty() ? "" : ", ") + row_name(*r) + " " + efficiency_text(*r);
   return std::to_string(t.flagged.size()) + " of " + std::to_string(t.judged) + " runs below the efficiency target " +
-         percent(report.efficiency_target.value_or(0) * 100.0) + ": " + runs;
+         setting(report.efficiency_target.value_or(0) * 100.0) + ": " + runs;
 }
 
 std::string noisy_summary(const Report& report) {
@@ -125,7 +127,7 @@ std::string noisy_summary(const Report& report) {
             (r->noise->advice.empty() ? "" : "; try " + r->noise->advice.front()) + ")";
   }
   return std::to_string(t.flagged.size()) + " of " + std::to_string(t.judged) +
-         " runs noisy (repeats' p50 spread above " + percent(report.noise_threshold_percent.value_or(0)) + "): " + runs;
+         " runs noisy (repeats' p50 spread above " + setting(report.noise_threshold_percent.value_or(0)) + "): " + runs;
 }
 
 std::string ReportNotes::marks(int index) const {

@@ -122,7 +122,8 @@ TEST_F(FakeWorkerTest, ReportCarriesNoiseAndEfficiencyVerdicts) {
   EXPECT_TRUE(contains(r.out, "efficiency target 80%: 1 of 2 runs below it\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "threshold 10%): 1 of 2 runs noisy, the others' repeats agree within 0.0%\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "[1] 2 CPUs -- 1M/2G: scaling efficiency 48.0% is below the target 80%")) << r.out;
-  EXPECT_TRUE(contains(r.out, "[2] 2 CPUs -- 1M/2G is noisy: the repeats' p50 sec/iter differ by 40% (threshold 10%)"))
+  EXPECT_TRUE(
+      contains(r.out, "[2] 2 CPUs -- 1M/2G is noisy: the repeats' p50 sec/iter differ by 40.0% (threshold 10%)"))
       << r.out;
   EXPECT_TRUE(contains(r.out, "    what would help: fewer processes than cores: 2 processes x 1 thread share 1 core"))
       << r.out;

@@ -98,7 +98,7 @@ TEST(NoiseVerdict, RepeatsThatDriftApartAreNoisyWithReasonAndAdvice) {
   EXPECT_EQ(n.processes_per_host, 2);
   EXPECT_EQ(n.threads_per_process, 4);
   EXPECT_EQ(n.host_cores, 2);
-  EXPECT_TRUE(contains(n.reason, "the repeats' p50 sec/iter differ by 30% (threshold 10%)")) << n.reason;
+  EXPECT_TRUE(contains(n.reason, "the repeats' p50 sec/iter differ by 30.0% (threshold 10%)")) << n.reason;
   ASSERT_EQ(n.advice.size(), 3u);
   EXPECT_TRUE(contains(n.advice[0], "fewer processes than cores: 2 processes x 4 threads share 2 cores"))
       << n.advice[0];
@@ -110,11 +110,11 @@ TEST(NoiseVerdict, RepeatsThatDriftApartAreNoisyWithReasonAndAdvice) {
   EXPECT_TRUE(contains(text, "1 of 2 runs noisy, the others' repeats agree within 0.0%")) << text;
   // the row's mark, and its footnote with the reason and what would help
   EXPECT_TRUE(contains(text, "%  noisy [1]\n")) << text;
-  EXPECT_TRUE(contains(text, "[1] 2 CPUs -- 1M/2G is noisy: the repeats' p50 sec/iter differ by 30%")) << text;
+  EXPECT_TRUE(contains(text, "[1] 2 CPUs -- 1M/2G is noisy: the repeats' p50 sec/iter differ by 30.0%")) << text;
   EXPECT_TRUE(contains(text, "    what would help: fewer processes than cores")) << text;
   EXPECT_TRUE(contains(noisy_summary(rep),
                        "1 of 2 runs noisy (repeats' p50 spread above 10%): 2 CPUs -- 1M/2G "
-                       "(repeats differ by 30%; try fewer processes than cores"))
+                       "(repeats differ by 30.0%; try fewer processes than cores"))
       << noisy_summary(rep);
 
   // JSON: the typed verdict, and back

@@ -347,9 +347,9 @@ TEST(Reconciler, FinishedJobFlagsRunsBelowTargetAndNoisyRunsWithEvents) {
   EXPECT_EQ(events["BelowTarget"]["message"], "1 of 2 runs below the efficiency target 80%: 4 CPUs -- 1M/4G 40.0%");
   EXPECT_EQ(events["Noisy"]["type"], "Warning");
   const std::string noisy = events["Noisy"]["message"];
-  EXPECT_EQ(
-      noisy.rfind("1 of 2 runs noisy (repeats' p50 spread above 10%): 4 CPUs -- 1M/4G (repeats differ by 40%; try ", 0),
-      0u)
+  EXPECT_EQ(noisy.rfind(
+                "1 of 2 runs noisy (repeats' p50 spread above 10%): 4 CPUs -- 1M/4G (repeats differ by 40.0%; try ", 0),
+            0u)
       << noisy;
   // Decided once: the finished job's next reconcile emits nothing.
   EXPECT_TRUE(of(reconcile(o), Action::Verb::Event).empty());
