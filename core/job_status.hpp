@@ -108,6 +108,11 @@ struct BenchmarkJobStatus {
   std::optional<std::string> completion_time;  ///< RFC 3339
   std::optional<double> best_examples_per_sec;
   std::optional<double> best_speedup;  ///< set once the report has a baseline run
+  /// The sweep's lowest scaling efficiency (the Lowest eff. column; below
+  /// spec.benchmark.efficiencyTarget, a BelowTarget Event); set once a run has an efficiency.
+  std::optional<double> lowest_efficiency;
+  /// Runs whose noise verdict is noisy (core/noise.hpp); set with the report.
+  std::optional<int> noisy_runs;
 
   /// The condition of this type, or nullptr.
   const Condition* condition(ConditionType type) const;

@@ -7,6 +7,7 @@
 #include "core/allreduce_run.hpp"
 #include "core/compare.hpp"
 #include "core/hybrid_ps_report.hpp"
+#include "core/report_notes.hpp"
 #include "core/text_cells.hpp"
 
 namespace trainbench {
@@ -146,6 +147,7 @@ void environment_header(std::ostringstream& os, const EnvironmentInfo& e) {
   if (!e.device_name.empty()) os << " (" << e.device_name << ")";
   os << "\n";
   os << "* Threads per process: " << e.threads_per_process << "\n";
+  if (e.cpu_cores) os << "* CPU cores usable: " << *e.cpu_cores << "\n";
   os << "* BLAS: " << (e.blas.empty() ? "unknown" : e.blas) << "\n";
   if (!e.hostname.empty()) os << "* Host: " << e.hostname << "\n";
   os << "\n";
@@ -167,8 +169,10 @@ std::string allreduce_only_body(const Report& report) {
   return os.str() + format_allreduce_runs(report);
 }
 
-/// One row per run: p50/p75/p90/p95 sec/iter and ex/sec, speedup and efficiency.
-void throughput_table(std::ostringstream& os, const std::vector<const RunReport*>& runs, std::size_t w) {
+/// One row per run: p50/p75/p90/p95 sec/iter and ex/sec, speedup and efficiency, then the
+/// run's marks (noisy, below target: core/report_notes.hpp).
+void throughput_table(std::ostringstream& os, const std::vector<const RunReport*>& runs, std::size_t w,
+                      const ReportNotes& notes) {
   const std::string cell_head = std::string(6, ' ') + pad_left("sec/iter", 10) + pad_left("ex/sec", 11);
   os << pad_right("", w) << cell_head << cell_head << cell_head << cell_head << pad_left("speedup", 10)
      << pad_left("efficiency", 12) << "\n";
@@ -190,7 +194,8 @@ void throughput_table(std::ostringstream& os, const std::vector<const RunReport*
       os << "  " << names[i] << pad_left(fmt_sec(sec[i]), 10) << pad_left(fmt_rate(ex[i]), 11);
     }
     os << pad_left(r->speedup ? printf_str("%.2fx", *r->speedup) : "-", 10)
-       << pad_left(r->efficiency ? printf_str("%.1f%%", *r->efficiency * 100.0) : "-", 12) << "\n";
+       << pad_left(r->efficiency ? printf_str("%.1f%%", *r->efficiency * 100.0) : "-", 12) << notes.marks(r->index)
+       << "\n";
   }
 }
 
@@ -336,8 +341,10 @@ std::string format_report(const Report& report) {
   std::vector<const RunReport*> runs;
   for (const auto& r : report.runs) runs.push_back(&r);
   const std::size_t w = name_width(runs);
-  throughput_table(os, runs, w);
+  const ReportNotes notes(report);
+  throughput_table(os, runs, w, notes);
   speedup_note(os, report);
+  os << notes.text();
   loss_block(os, runs, w);
   paradigm_table(os, runs);
   per_rank_block(os, runs, w);

@@ -94,6 +94,7 @@ inline constexpr IntRange kTransformerSize{0};  ///< transformer.*: 0 keeps the 
 inline constexpr IntRange kMlstmSize{1};        ///< mlstm.hiddenSize, embeddingSize
 inline constexpr IntRange kEmbeddingSize{1};    ///< hybridEmbedding numTables, numEmbeddings, embeddingDim, bagSize
 inline constexpr IntRange kParameterServers{kMinParameterServers, kMaxParameterServers};  ///< hybridPs, sweep entries
+inline constexpr long long kMaxEfficiencyTarget = 1;  ///< efficiencyTarget in (0, 1]
 // spec.sweep[]
 inline constexpr IntRange kNodes{1};
 inline constexpr IntRange kDevicesPerNode{1};

@@ -420,7 +420,9 @@ void read_benchmark(Reader& r, const YAML::Node& n, BenchmarkSpec& b) {
                  "mlstm",
                  "hybridEmbedding",
                  "allreduce",
-                 "hybridPs"}))
+                 "hybridPs",
+                 "efficiencyTarget",
+                 "noiseThresholdPercent"}))
     return;
   r.read_string(n, "model", path, b.model);
   r.read_enum(n, "paradigm", path, b.paradigm);
@@ -438,6 +440,8 @@ void read_benchmark(Reader& r, const YAML::Node& n, BenchmarkSpec& b) {
     }
   }
   r.read_double(n, "learningRate", path, b.learning_rate);
+  r.read_double(n, "efficiencyTarget", path, b.efficiency_target);
+  r.read_double(n, "noiseThresholdPercent", path, b.noise_threshold_percent);
   r.read_int(n, "threadsPerProcess", path, b.threads_per_process);
   r.read_int(n, "imageSize", path, b.image_size);
   if (n["mlp"].IsDefined() && !n["mlp"].IsNull()) read_mlp(r, n["mlp"], path + ".mlp", b.mlp);

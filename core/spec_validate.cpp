@@ -333,6 +333,11 @@ void check_benchmark(Checker& c, const BenchmarkJob& job) {
   c.in_range(bp + ".measureSteps", b.measure_steps, kMeasureSteps);
   c.in_range(bp + ".repeats", b.repeats, kRepeats);
   c.positive(bp + ".learningRate", b.learning_rate);
+  c.positive(bp + ".efficiencyTarget", b.efficiency_target);
+  if (b.efficiency_target > static_cast<double>(kMaxEfficiencyTarget)) {
+    c.add(bp + ".efficiencyTarget", "must be <= 1 (a scaling efficiency), got " + fmt_number(b.efficiency_target));
+  }
+  c.positive(bp + ".noiseThresholdPercent", b.noise_threshold_percent);
   c.in_range(bp + ".threadsPerProcess", b.threads_per_process, kThreadsPerProcess);
   c.in_range(bp + ".imageSize", b.image_size, kImageSize);
   c.in_range(bp + ".mlp.inputSize", b.mlp.input_size, kInputSize);
