@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <iostream>
 
 #include <nlohmann/json.hpp>
 
@@ -47,6 +48,7 @@ class HangRun : public ::testing::Test {
     const auto& run = rep["runs"][0];
     EXPECT_EQ(run["phase"], "Failed") << run.dump();
     const std::string error = run.value("error", "");
+    std::cout << "hang message: " << error << "\n";
     EXPECT_TRUE(contains(error, "hang: rank " + std::to_string(rank) + " (")) << error;
     EXPECT_TRUE(contains(error, "(no heartbeat for ")) << error;
     EXPECT_TRUE(contains(r.err, "hang: rank " + std::to_string(rank))) << r.err;

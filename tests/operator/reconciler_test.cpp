@@ -346,7 +346,7 @@ void master_saw_hang(Observed& o, int attempt, const std::string& message) {
 
 std::vector<json> events_with_reason(const Decision& d, const std::string& reason) {
   std::vector<json> out;
-  for (const auto* a : of(d, Action::Verb::Create, "events")) {
+  for (const auto* a : of(d, Action::Verb::Event, "events")) {
     if (a->body["reason"] == reason) out.push_back(a->body);
   }
   return out;
