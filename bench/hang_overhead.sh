@@ -60,5 +60,5 @@ for pair in $(seq 1 "$PAIRS"); do
   echo "| $pair | $off | $on | $r |"
 done
 echo
-echo "median on/off: $(median 4 "${ratios[@]}") (range $(range 4 "${ratios[@]}" | sed 's/^[^ ]* //'))"
+echo "on/off over the pairs: median (min-max) $(range 4 "${ratios[@]}")"
 echo "(PAIRS=$PAIRS WARMUP=$WARMUP STEPS=$STEPS REPEATS=$REPEATS hangTimeoutSeconds on=$HANG; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"

@@ -49,9 +49,10 @@ FieldBound at_least(const std::string& path, long long min) {
   f.minimum = min;
   return f;
 }
-FieldBound positive(const std::string& path) {
+FieldBound positive(const std::string& path, std::optional<long long> max = std::nullopt) {
   FieldBound f = at_least(path, 0);
   f.exclusive_minimum = true;
+  f.maximum = max;
   return f;
 }
 FieldBound length(const std::string& path, long long max_length) {
@@ -87,6 +88,8 @@ void benchmark_bounds(std::vector<FieldBound>& t) {
                      range(b + "repeats", kRepeats),
                      at_least(b + "seed", kSeed.min),
                      positive(b + "learningRate"),
+                     positive(b + "efficiencyTarget", kMaxEfficiencyTarget),
+                     positive(b + "noiseThresholdPercent"),
                      range(b + "threadsPerProcess", kThreadsPerProcess),
                      range(b + "imageSize", kImageSize),
                      range(b + "mlp.inputSize", kInputSize),
@@ -126,7 +129,11 @@ void cluster_bounds(std::vector<FieldBound>& t) {
                      range("spec.runPolicy.backoffLimit", kBackoffLimit),
                      range("spec.runPolicy.schedulingTimeoutSeconds", kSchedulingTimeoutSeconds),
                      range("spec.runPolicy.hangTimeoutSeconds", kHangTimeoutSeconds),
-                     one_of("spec.runPolicy.cleanPodPolicy", known_clean_pod_policies())});
+                     one_of("spec.runPolicy.cleanPodPolicy", known_clean_pod_policies()),
+                     length("spec.baseline.benchmarkJob", kMaxJobNameLength),
+                     length("spec.baseline.configMap.name", kMaxDnsSubdomainLength),
+                     length("spec.baseline.configMap.key", kMaxConfigMapKeyLength),
+                     range("spec.baseline.regressionThresholdPercent", kRegressionThresholdPercent)});
 }
 
 void template_bounds(std::vector<FieldBound>& t) {
