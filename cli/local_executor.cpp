@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -30,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/interrupt.hpp"
+#include "core/hang.hpp"
 #include "core/run_result.hpp"
 
 extern char** environ;
@@ -396,12 +398,46 @@ void wait_for_exit_or_tick(const std::vector<Child>& children, int poll_ms) {
 struct MonitorOutcome {
   std::vector<std::size_t> failed;  ///< indexes of children that failed in the first failing poll
   bool deadline_hit = false;
+  std::optional<HangVerdict> hang;
 };
 
-/// Watches the ranks until one fails, all have exited, the deadline passes or an interrupt
-/// arrives; reports rank 0's progress meanwhile. Reaps nothing.
+std::string rank_progress_file(const std::string& run_dir, int rank) {
+  return run_dir + "/rank-" + std::to_string(rank) + ".progress.json";
+}
+
+/// The run's hang watch: every rank's progress record, read about once a second.
+class HangWatch {
+ public:
+  HangWatch(const RunConfig& run, const LocalExecutorOptions& opts, std::string run_dir)
+      : run_(run), run_dir_(std::move(run_dir)), on_(run.hang_timeout_seconds > 0 && opts.node_rank < 0) {}
+
+  std::optional<HangVerdict> check() {
+    if (!on_ || now_s() < next_) return std::nullopt;
+    next_ = now_s() + 1.0;
+    std::vector<RankProgressRecord> records;
+    for (int r = 0; r < run_.process_count(); ++r) {
+      const std::string text = read_file(rank_progress_file(run_dir_, r));
+      if (text.empty()) continue;  // not published yet
+      try {
+        records.push_back(rank_progress_from_json(nlohmann::json::parse(text)));
+      } catch (const std::exception&) {  // a record being replaced is renamed over, never torn: skip a bad one
+      }
+    }
+    const double wall = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return detect_hang(records, wall, run_.hang_timeout_seconds, HangRun{run_.process_count(), run_.world_size()});
+  }
+
+ private:
+  const RunConfig& run_;
+  std::string run_dir_;
+  bool on_;
+  double next_ = 0;
+};
+
+/// Watches the ranks until one fails, all have exited, the deadline passes, the run hangs or an
+/// interrupt arrives; reports rank 0's progress meanwhile. Reaps nothing.
 MonitorOutcome monitor_ranks(std::vector<Child>& children, const LocalExecutorOptions& opts, double start,
-                             const std::string& progress_file) {
+                             const std::string& progress_file, HangWatch& hang_watch) {
   const double deadline = opts.active_deadline_seconds > 0 ? start + opts.active_deadline_seconds : 0;
   struct stat last_progress {};
   MonitorOutcome m;
@@ -421,6 +457,7 @@ MonitorOutcome monitor_ranks(std::vector<Child>& children, const LocalExecutorOp
       m.deadline_hit = true;
       break;
     }
+    if ((m.hang = hang_watch.check())) break;
     wait_for_exit_or_tick(children, opts.poll_ms);
   }
   return m;
@@ -481,6 +518,18 @@ void settle_outcome(const RunConfig& run, const LocalExecutorOptions& opts, cons
                     const MonitorOutcome& m, const std::string& result_file, LocalRunOutcome& out) {
   if (!m.failed.empty()) {
     describe_failure(children, m.failed, out);
+  } else if (m.hang) {
+    out.hang = true;
+    out.outcome.error = m.hang->message + "; all ranks were stopped";
+    if (!m.hang->stuck.empty()) {
+      const int rank = m.hang->stuck.front().rank;
+      for (const Child& c : children) {
+        if (c.rank != rank) continue;
+        out.failed_rank = rank;
+        out.failed_log = c.log;
+        out.log_tail = tail(nonempty_lines(read_file(c.log, 64 * 1024)), 10);
+      }
+    }
   } else if (interrupt_signal() != 0) {
     out.interrupted_by = interrupt_signal();
     out.outcome.error = "interrupted by " + signal_name(out.interrupted_by) + "; all ranks were stopped";
@@ -555,6 +604,8 @@ std::vector<RankLaunch> rank_launches(const RunConfig& run, const LocalExecutorO
     auto vars = rank_environment(run, placement, opts.master_addr, master_port);
     vars["TRAINBENCH_RESULT_FILE"] = run_dir + "/result.json";
     vars["TRAINBENCH_PROGRESS_FILE"] = run_dir + "/progress.json";
+    if (run.hang_timeout_seconds > 0)
+      vars["TRAINBENCH_RANK_PROGRESS_FILE"] = rank_progress_file(run_dir, placement.rank);
     launches.push_back({placement, std::move(vars)});
   }
   return launches;
@@ -583,7 +634,8 @@ LocalRunOutcome run_local(const RunConfig& run, const LocalExecutorOptions& opts
   }
   if (const std::string spawn_error = spawn_ranks(opts, procs); !spawn_error.empty()) return fail_setup(spawn_error);
 
-  const MonitorOutcome m = monitor_ranks(procs.children, opts, start, out.run_dir + "/progress.json");
+  HangWatch hang_watch(run, opts, out.run_dir);
+  const MonitorOutcome m = monitor_ranks(procs.children, opts, start, out.run_dir + "/progress.json", hang_watch);
   stop_and_reap(procs.children, procs.pgid, opts.grace_seconds);
   close_pidfds(procs.children);
   out.elapsed_seconds = now_s() - start;

@@ -29,7 +29,8 @@ struct LocalRunOutcome {
   RunOutcome outcome;         ///< the parsed RunResult, or the error that failed the run
   std::string run_dir;        ///< rank-R.log, result.json, progress.json
   bool logs_kept = false;     ///< false: run_dir was removed (success without keep_logs)
-  int failed_rank = -1;       ///< the rank whose exit failed the run, -1 if none
+  int failed_rank = -1;       ///< the rank whose exit failed the run (or the first hung rank), -1 if none
+  bool hang = false;          ///< the run failed by a hang (outcome.error: core/hang.hpp's message)
   std::string failed_log;     ///< that rank's log file
   std::string log_tail;       ///< its last lines
   int interrupted_by = 0;     ///< the signal that interrupted the CLI (interrupt.hpp), 0 if none
@@ -46,7 +47,7 @@ int pick_free_port();
 
 /// One worker process run_local starts: its place in the run and the variables it gets on top
 /// of the CLI's own environment (the rank's torchrun variables, rank_environment, plus
-/// TRAINBENCH_RESULT_FILE and TRAINBENCH_PROGRESS_FILE under run_dir).
+/// TRAINBENCH_RESULT_FILE, TRAINBENCH_PROGRESS_FILE and TRAINBENCH_RANK_PROGRESS_FILE under run_dir).
 struct RankLaunch {
   RankPlacement placement;
   std::map<std::string, std::string> env;
@@ -61,8 +62,10 @@ std::vector<RankLaunch> rank_launches(const RunConfig& run, const LocalExecutorO
 /// parameter servers: placements(run)), one process group, each with
 /// the parent's environment plus the rank's torchrun variables, TRAINBENCH_RESULT_FILE and
 /// TRAINBENCH_PROGRESS_FILE; stdout+stderr of rank R go to run_dir/rank-R.log.
-/// The first rank to exit non-zero or by a signal fails the run; the deadline and an interrupt
-/// (SIGINT/SIGTERM/SIGHUP via interrupt.hpp) stop it too. In every case all ranks are stopped
+/// The first rank to exit non-zero or by a signal fails the run; the deadline, a hang (no rank
+/// advanced for run.hang_timeout_seconds, read from the ranks' rank-R.progress.json; not under
+/// node-launch, whose run the master pod watches) and an interrupt (SIGINT/SIGTERM/SIGHUP via
+/// interrupt.hpp) stop it too. In every case all ranks are stopped
 /// (SIGTERM, grace, SIGKILL to the process group) and reaped before this returns.
 /// Children also get PR_SET_PDEATHSIG(SIGKILL), so they die with the CLI even if it is killed.
 /// Never throws for run failures; setup failures (cannot create run_dir, fork fails) are

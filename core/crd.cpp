@@ -384,19 +384,30 @@ json baseline_schema() {
 
 json run_policy_schema() {
   const RunPolicy p;
-  return object_t("How runs are bounded, restarted and cleaned up.",
-                  {{"activeDeadlineSeconds", int_t("A job still going after this many seconds fails; 0: no deadline.",
-                                                   bounds::kActiveDeadlineSeconds, p.active_deadline_seconds)},
-                   {"collectiveTimeoutSeconds", int_t("Rendezvous and collective timeout inside the workers.",
-                                                      bounds::kCollectiveTimeoutSeconds, p.collective_timeout_seconds)},
-                   {"backoffLimit", int_t("Whole-run restarts (new attempts) after a failed pod before the job fails.",
-                                          bounds::kBackoffLimit, p.backoff_limit)},
-                   {"schedulingTimeoutSeconds",
-                    int_t("All pods of a run must be Running within this, or the run fails naming the pending pods.",
-                          bounds::kSchedulingTimeoutSeconds, p.scheduling_timeout_seconds)},
-                   {"cleanPodPolicy",
-                    enum_t(known_clean_pod_policies(), "Pods deleted when a run ends: All, only Running ones, or None.",
-                           to_string(p.clean_pod_policy))}});
+  json j =
+      object_t("How runs are bounded, restarted and cleaned up.",
+               {{"activeDeadlineSeconds", int_t("A job still going after this many seconds fails; 0: no deadline.",
+                                                bounds::kActiveDeadlineSeconds, p.active_deadline_seconds)},
+                {"collectiveTimeoutSeconds", int_t("Rendezvous and collective timeout inside the workers.",
+                                                   bounds::kCollectiveTimeoutSeconds, p.collective_timeout_seconds)},
+                {"backoffLimit", int_t("Whole-run restarts (new attempts) after a failed pod before the job fails.",
+                                       bounds::kBackoffLimit, p.backoff_limit)},
+                {"schedulingTimeoutSeconds",
+                 int_t("All pods of a run must be Running within this, or the run fails naming the pending pods.",
+                       bounds::kSchedulingTimeoutSeconds, p.scheduling_timeout_seconds)},
+                {"hangTimeoutSeconds",
+                 int_t("No rank advancing for this long fails the run naming the stuck ranks; below "
+                       "collectiveTimeoutSeconds; 0: off; unset: 120 when collectiveTimeoutSeconds is longer, "
+                       "else off.",
+                       bounds::kHangTimeoutSeconds)},
+                {"cleanPodPolicy",
+                 enum_t(known_clean_pod_policies(), "Pods deleted when a run ends: All, only Running ones, or None.",
+                        to_string(p.clean_pod_policy))}});
+  j["x-kubernetes-validations"] =
+      json::array({cel("!has(self.hangTimeoutSeconds) || self.hangTimeoutSeconds == 0 || self.hangTimeoutSeconds < " +
+                           field_or("self", "collectiveTimeoutSeconds", std::to_string(p.collective_timeout_seconds)),
+                       "hangTimeoutSeconds must be below collectiveTimeoutSeconds (0 turns it off)")});
+  return j;
 }
 
 json spec_schema() {

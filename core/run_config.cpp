@@ -30,6 +30,10 @@ nlohmann::json to_json(const RunTestOptions& t) {
     j["sigkillRankAtFirstMeasuredStep"] = t.sigkill_rank_at_first_measured_step;
   }
   if (t.allreduce_fault_rank != -1) j["allreduceFaultRank"] = t.allreduce_fault_rank;
+  if (t.sigstop_rank != -1) {
+    j["sigstopRank"] = t.sigstop_rank;
+    j["sigstopAtStep"] = t.sigstop_at_step;
+  }
   return j;
 }
 
@@ -43,6 +47,8 @@ RunTestOptions run_test_options_from_json(const nlohmann::json& j) {
     t.sigkill_rank_at_first_measured_step = jf::get_int32(j, "sigkillRankAtFirstMeasuredStep", p);
   }
   if (jf::has(j, "allreduceFaultRank")) t.allreduce_fault_rank = jf::get_int32(j, "allreduceFaultRank", p);
+  if (jf::has(j, "sigstopRank")) t.sigstop_rank = jf::get_int32(j, "sigstopRank", p);
+  if (jf::has(j, "sigstopAtStep")) t.sigstop_at_step = jf::get_int32(j, "sigstopAtStep", p);
   return t;
 }
 
@@ -83,6 +89,7 @@ nlohmann::json to_json(const RunConfig& c) {
       {"parameterServers", c.parameter_servers},
   };
   if (c.parameter_servers_own_pods) j["parameterServersOwnPods"] = true;
+  if (c.hang_timeout_seconds > 0) j["hangTimeoutSeconds"] = c.hang_timeout_seconds;
   if (c.test.any()) j["testOptions"] = to_json(c.test);
   return j;
 }
@@ -144,6 +151,7 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
   // optional: configs from before paradigm hybrid-ps lack it
   if (jf::has(j, "parameterServers")) c.parameter_servers = jf::get_int32(j, "parameterServers", p);
   if (jf::has(j, "parameterServersOwnPods")) c.parameter_servers_own_pods = jf::get_bool(j, "parameterServersOwnPods", p);
+  if (jf::has(j, "hangTimeoutSeconds")) c.hang_timeout_seconds = jf::get_int32(j, "hangTimeoutSeconds", p);
   if (jf::has(j, "testOptions")) c.test = run_test_options_from_json(jf::get_object(j, "testOptions", p));
   if (has_parameter_servers(c.paradigm) &&
       (c.parameter_servers < kMinParameterServers || c.parameter_servers > kMaxParameterServers)) {
@@ -200,6 +208,7 @@ std::vector<RunConfig> plan_runs(const BenchmarkJob& job, int cores, ServerPlace
     c.device = job.device;
     c.backend = job.backend.value_or(default_backend(job.device));
     c.collective_timeout_seconds = job.run_policy.collective_timeout_seconds;
+    c.hang_timeout_seconds = resolved_hang_timeout_seconds(job.run_policy);
     runs.push_back(c);
   }
   return runs;

@@ -27,10 +27,16 @@ struct RunTestOptions {
   /// paradigm allreduce: this rank contributes a wrong value to every size's verified
   /// all-reduce, so that the check must fail the run (-1: none). "allreduceFaultRank".
   int allreduce_fault_rank = -1;
+  /// This rank stops itself with SIGSTOP at the start of loop step `sigstop_at_step` (0-based,
+  /// warm-up included), as a hung driver or a stuck data loader looks (-1: none). "sigstopRank",
+  /// "sigstopAtStep".
+  int sigstop_rank = -1;
+  int sigstop_at_step = 0;
 
   /// Anything set (the default is a normal run).
   bool any() const {
-    return loss_scale != 0 || no_dropout || sigkill_rank_at_first_measured_step != -1 || allreduce_fault_rank != -1;
+    return loss_scale != 0 || no_dropout || sigkill_rank_at_first_measured_step != -1 || allreduce_fault_rank != -1 ||
+           sigstop_rank != -1;
   }
 };
 
@@ -70,6 +76,9 @@ struct RunConfig {
   Device device = Device::kCpu;
   Backend backend = Backend::kGloo;
   int collective_timeout_seconds = 300;
+  /// resolved_hang_timeout_seconds(spec.runPolicy); 0: no progress records, no watch
+  /// ("hangTimeoutSeconds", written only when > 0).
+  int hang_timeout_seconds = 0;
   /// paradigm hybrid-ps: parameter-server processes besides the trainers ("parameterServers");
   /// 0 for every other paradigm.
   int parameter_servers = 0;

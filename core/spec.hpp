@@ -120,8 +120,20 @@ struct RunPolicy {
   int collective_timeout_seconds = 300;  ///< process-group timeout inside the workers
   int backoff_limit = 2;             ///< operator: whole-run restarts after a failed pod
   int scheduling_timeout_seconds = 300;  ///< operator: all pods of a run Running within this
+  /// No rank advanced this long: the run fails naming the stuck ranks; 0: off; unset:
+  /// kDefaultHangTimeoutSeconds when the collective timeout is longer, else off (see below).
+  std::optional<int> hang_timeout_seconds;
   CleanPodPolicy clean_pod_policy = CleanPodPolicy::kAll;  ///< operator: pods deleted when a run ends
 };
+
+inline constexpr int kDefaultHangTimeoutSeconds = 120;
+
+/// The hang timeout a run uses: the field when set; unset, 120 s, or off when the collective
+/// timeout is no longer than that (the workers' own timeout then ends a hang first, as before).
+inline int resolved_hang_timeout_seconds(const RunPolicy& p) {
+  if (p.hang_timeout_seconds) return *p.hang_timeout_seconds;
+  return p.collective_timeout_seconds > kDefaultHangTimeoutSeconds ? kDefaultHangTimeoutSeconds : 0;
+}
 
 /// spec.template: merged by the operator into every pod it creates. The Kubernetes-shaped lists
 /// are kept verbatim as JSON (checked only for shape: lists of objects, env items named).

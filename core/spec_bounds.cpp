@@ -128,6 +128,7 @@ void cluster_bounds(std::vector<FieldBound>& t) {
                      range("spec.runPolicy.collectiveTimeoutSeconds", kCollectiveTimeoutSeconds),
                      range("spec.runPolicy.backoffLimit", kBackoffLimit),
                      range("spec.runPolicy.schedulingTimeoutSeconds", kSchedulingTimeoutSeconds),
+                     range("spec.runPolicy.hangTimeoutSeconds", kHangTimeoutSeconds),
                      one_of("spec.runPolicy.cleanPodPolicy", known_clean_pod_policies()),
                      length("spec.baseline.benchmarkJob", kMaxJobNameLength),
                      length("spec.baseline.configMap.name", kMaxDnsSubdomainLength),

@@ -103,6 +103,7 @@ inline constexpr IntRange kActiveDeadlineSeconds{0};  ///< 0: no deadline
 inline constexpr IntRange kCollectiveTimeoutSeconds{1};
 inline constexpr IntRange kBackoffLimit{0};
 inline constexpr IntRange kSchedulingTimeoutSeconds{1};
+inline constexpr IntRange kHangTimeoutSeconds{0};  ///< 0: no hang detection
 // spec.baseline
 inline constexpr IntRange kRegressionThresholdPercent{0, 100};
 // spec.template.resources: integer quantities are never negative

@@ -486,12 +486,18 @@ void read_run_policy(Reader& r, const YAML::Node& n, RunPolicy& p) {
   const std::string path = "spec.runPolicy";
   if (!r.object(n, path,
                 {"activeDeadlineSeconds", "collectiveTimeoutSeconds", "backoffLimit", "schedulingTimeoutSeconds",
-                 "cleanPodPolicy"}))
+                 "hangTimeoutSeconds", "cleanPodPolicy"}))
     return;
   r.read_int(n, "activeDeadlineSeconds", path, p.active_deadline_seconds);
   r.read_int(n, "collectiveTimeoutSeconds", path, p.collective_timeout_seconds);
   r.read_int(n, "backoffLimit", path, p.backoff_limit);
   r.read_int(n, "schedulingTimeoutSeconds", path, p.scheduling_timeout_seconds);
+  if (n["hangTimeoutSeconds"].IsDefined() && !n["hangTimeoutSeconds"].IsNull()) {
+    int hang = 0;
+    const std::size_t before = r.error_count();
+    r.read_int(n, "hangTimeoutSeconds", path, hang);
+    if (r.error_count() == before) p.hang_timeout_seconds = hang;
+  }
   r.read_enum(n, "cleanPodPolicy", path, p.clean_pod_policy);
 }
 

@@ -102,6 +102,7 @@ nlohmann::json to_json(const BenchmarkJob& job) {
       {"template", template_json(job.pod_template)},
   };
   if (job.backend) spec["backend"] = to_string(*job.backend);
+  if (rp.hang_timeout_seconds) spec["runPolicy"]["hangTimeoutSeconds"] = *rp.hang_timeout_seconds;
   const json nccl = nccl_json(job.nccl);
   if (!nccl.empty()) spec["nccl"] = nccl;
   if (const auto& b = job.baseline) {

@@ -369,6 +369,15 @@ void check_cluster(Checker& c, const BenchmarkJob& job) {
   c.in_range("spec.runPolicy.collectiveTimeoutSeconds", rp.collective_timeout_seconds, kCollectiveTimeoutSeconds);
   c.in_range("spec.runPolicy.backoffLimit", rp.backoff_limit, kBackoffLimit);
   c.in_range("spec.runPolicy.schedulingTimeoutSeconds", rp.scheduling_timeout_seconds, kSchedulingTimeoutSeconds);
+  if (const auto hang = rp.hang_timeout_seconds) {
+    c.in_range("spec.runPolicy.hangTimeoutSeconds", *hang, kHangTimeoutSeconds);
+    // A hang must be named before the workers' own collective timeout ends the run anonymously.
+    if (*hang > 0 && *hang >= rp.collective_timeout_seconds) {
+      c.add("spec.runPolicy.hangTimeoutSeconds", "must be below spec.runPolicy.collectiveTimeoutSeconds (" +
+                                                     std::to_string(rp.collective_timeout_seconds) + "), got " +
+                                                     std::to_string(*hang) + "; 0 turns it off");
+    }
+  }
   c.in_range("spec.masterPort", job.master_port, kMasterPort);
 }
 

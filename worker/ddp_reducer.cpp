@@ -183,8 +183,10 @@ void DdpReducer::finish_backward() {
   lock.unlock();
 
   const double world = static_cast<double>(comm_.size());
-  for (Bucket& b : buckets_) {
-    b.work.wait();
+  const int buckets = static_cast<int>(buckets_.size());
+  for (int k = 0; k < buckets; ++k) {
+    Bucket& b = buckets_[static_cast<std::size_t>(k)];
+    b.work.in_bucket(k, buckets).wait();  // the rank's record: "all-reduce #N (bucket k+1 of n)"
     if (b.wire.data_ptr() != b.flat.data_ptr()) b.flat.copy_(b.wire);
     if (world > 1) b.flat.div_(world);  // the parameters' .grad are views of b.flat
   }

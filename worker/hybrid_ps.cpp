@@ -175,8 +175,8 @@ class Receiver {
           torch::Tensor ids = torch::empty({n, 2}, torch::kLong);
           if (n > 0) {
             PendingCollective recv = comm_.recv(ids, source, tag(Msg::kIds, s));
-            wait_for(recv, "receiving the ids of trainer " + std::to_string(source) + " (step " +
-                               std::to_string(s + 1) + ")");
+            wait_for(recv.untracked(), "receiving the ids of trainer " + std::to_string(source) + " (step " +
+                                           std::to_string(s + 1) + ")");
           }
           queue_.push(Request{s, source, ids, Clock::now()});
         }
@@ -311,9 +311,12 @@ class HybridTrainerStep final : public Step {
     const std::int64_t s = step.index;
     const auto t0 = Clock::now();
     const torch::Tensor features = lookup(s).reshape({batch_size(), tables() * dim()}).requires_grad_(true);
+    RankProgress& progress = rank_.progress();
+    progress.enter(ProgressPhase::kForward);
     reducer_->zero_grad();
     reducer_->prepare_for_backward();
     const torch::Tensor loss = torch::nn::functional::cross_entropy(model_->dense_forward(features), batch_.targets);
+    progress.enter(ProgressPhase::kBackward);
     loss.backward();
     const auto w0 = Clock::now();
     try {
@@ -329,6 +332,7 @@ class HybridTrainerStep final : public Step {
     const int P = rank_.config.parameter_servers;
     std::vector<PendingCollective> grad_sends;
     for (int srv = 0; srv < P; ++srv) grad_sends.push_back(comm_.send(grad, T + srv, tag(Msg::kGrad, s)));
+    progress.enter(ProgressPhase::kOptimizer);
     optimizer_->step();
     for (int srv = 0; srv < P; ++srv) {
       wait_for(grad_sends[static_cast<std::size_t>(srv)],
@@ -380,7 +384,7 @@ class HybridTrainerStep final : public Step {
       recvs.push_back(comm_.recv(sums.back(), T + srv, tag(Msg::kSums, s)));
     }
     for (int srv = 0; srv < P; ++srv) {
-      wait_for(recvs[static_cast<std::size_t>(srv)],
+      wait_for(recvs[static_cast<std::size_t>(srv)].as(ProgressPhase::kPsRequest, T + srv),
                "lookup of step " + std::to_string(s + 1) + " from " + server_name(srv, T));
     }
     for (auto& w : sends) wait_for(w, "sending the ids of step " + std::to_string(s + 1) + " to the parameter servers");
@@ -447,6 +451,7 @@ class HybridServerStep final : public Step {
                "receiving the gradient of step " + std::to_string(s + 1) + " from trainer " + std::to_string(t));
     }
     const auto u0 = Clock::now();
+    rank_.progress().enter(ProgressPhase::kPsServing);
     update(requested, grads);
     return StepTiming{seconds_between(u0, Clock::now()), 0, std::nullopt};
   }
@@ -463,6 +468,7 @@ class HybridServerStep final : public Step {
   void describe(RunResult& result) const override { describe_hybrid_run(result, rank_.config, model_parameters_, 0); }
   RecordShape record_shape() const override { return hybrid_record_shape(rank_.config); }
   std::vector<at::Tensor> dumped_parameters() const override { return {shard_}; }
+  ProgressPhase first_phase() const override { return ProgressPhase::kPsWaiting; }
 
  private:
   std::int64_t rows_per_request() const {
@@ -475,7 +481,9 @@ class HybridServerStep final : public Step {
     const std::int64_t s = step.index;
     const auto timeout =
         std::chrono::milliseconds(static_cast<std::int64_t>(rank_.config.collective_timeout_seconds) * 1000);
+    rank_.progress().enter(ProgressPhase::kPsWaiting);
     Request r = queue_.pop(timeout, s);
+    rank_.progress().enter(ProgressPhase::kPsServing);
     if (r.step != s) {
       throw std::logic_error("request of step " + std::to_string(r.step + 1) + " served in step " +
                              std::to_string(s + 1));

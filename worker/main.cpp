@@ -17,6 +17,12 @@
 //                              "steps":N,"secPerIter":s}; k is 1-based; r is 0 during warmup
 //                             and 1..R while measuring
 //
+//   TRAINBENCH_RANK_PROGRESS_FILE  with hangTimeoutSeconds > 0 and no external store, every
+//                             rank's heartbeat rewrites it atomically about once a second with
+//                             its progress record (core/rank_progress.hpp); with an external
+//                             store the record goes to its key trainbench/progress/<rank>
+//   POD_NAME, NODE_NAME       the pod and node a progress record names (the downward API)
+//
 //   TRAINBENCH_MALLOC=system   keep glibc's default of returning large freed blocks to the
 //                             kernel (by default the worker keeps them: see system_probe.hpp)
 //
@@ -41,12 +47,14 @@
 //   (hybrid-ps dumps: a trainer writes its dense parameters, a server its rows of every table,
 //    table after table, [numTables * its rows, embeddingDim])
 //
-// Exit status: 0 success; 2 bad environment or config; 1 any other error. Errors are printed
+// Exit status: 0 success; 2 bad environment or config; 3 (--master) the run hung (the message,
+// core/hang.hpp's, also goes to /dev/termination-log); 1 any other error. Errors are printed
 // to stderr as "trainbench-worker rank R: <message>".
 
 #include <climits>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -69,6 +77,15 @@ using trainbench::worker::ConfigError;
 
 constexpr int kExitError = 1;
 constexpr int kExitConfig = 2;
+constexpr int kExitHang = 3;  ///< the master saw the run hang (the operator's condition reason Hang)
+
+/// The pod's termination message (Kubernetes reads /dev/termination-log when it exists).
+void write_termination_message(const std::string& message) {
+  std::ofstream probe("/dev/termination-log", std::ios::in);
+  if (!probe) return;
+  std::ofstream out("/dev/termination-log", std::ios::trunc);
+  out << message.substr(0, 4000) << "\n";
+}
 
 std::string env_or_empty(const char* name) {
   const char* v = std::getenv(name);
@@ -104,6 +121,7 @@ trainbench::worker::WorkerOptions options_from_env() {
   trainbench::worker::WorkerOptions o;
   o.result_file = env_or_empty("TRAINBENCH_RESULT_FILE");
   o.progress_file = env_or_empty("TRAINBENCH_PROGRESS_FILE");
+  o.rank_progress_file = env_or_empty("TRAINBENCH_RANK_PROGRESS_FILE");
   o.dump_params_prefix = env_or_empty("TRAINBENCH_DUMP_PARAMS");
   o.external_store = env_or_empty("TRAINBENCH_EXTERNAL_STORE") == "1";
   o.bind_address = env_or_empty("POD_IP");
@@ -200,6 +218,10 @@ int main(int argc, char** argv) {
   } catch (const ConfigError& e) {
     std::cerr << "trainbench-worker rank " << rank_label << ": " << e.what() << std::endl;
     return kExitConfig;
+  } catch (const trainbench::worker::HangError& e) {
+    std::cerr << "trainbench-worker " << rank_label << ": " << e.what() << std::endl;
+    write_termination_message(e.what());
+    return kExitHang;
   } catch (const std::exception& e) {
     std::cerr << "trainbench-worker rank " << rank_label << ": " << e.what() << std::endl;
     return kExitError;

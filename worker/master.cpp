@@ -4,17 +4,56 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/hang.hpp"
 #include "core/report.hpp"
 #include "core/run_result.hpp"
 #include "worker/process_group.hpp"
+#include "worker/worker_error.hpp"
 
 namespace trainbench::worker {
+namespace {
+
+/// The ranks' progress records the store holds now (a rank not yet started has none).
+std::vector<RankProgressRecord> progress_records(RunStore& store, int processes) {
+  std::vector<RankProgressRecord> records;
+  for (int r = 0; r < processes; ++r) {
+    const auto text = store.try_get(kProgressKeyPrefix + std::to_string(r));
+    if (!text) continue;
+    try {
+      records.push_back(rank_progress_from_json(nlohmann::json::parse(*text)));
+    } catch (const std::exception& e) {
+      std::cerr << "trainbench-worker master: rank " << r << "'s progress record is unreadable: " << e.what() << "\n";
+    }
+  }
+  return records;
+}
+
+/// Rank 0's result, waited for up to `wait`; meanwhile the hang watch (HangError).
+std::string await_result(RunStore& store, const RunConfig& run, std::chrono::milliseconds wait) {
+  using Clock = std::chrono::steady_clock;
+  const auto until = Clock::now() + wait;
+  auto next_watch = Clock::now();
+  for (;;) {
+    if (auto text = store.try_get(kResultKey)) return *text;
+    if (Clock::now() >= until) return store.get(kResultKey, std::chrono::milliseconds(1));  // throws, naming the key
+    if (run.hang_timeout_seconds > 0 && Clock::now() >= next_watch) {
+      next_watch = Clock::now() + std::chrono::seconds(1);
+      const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+      const auto verdict = detect_hang(progress_records(store, run.process_count()), now, run.hang_timeout_seconds,
+                                       HangRun{run.process_count(), run.world_size()});
+      if (verdict) throw HangError(verdict->message);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+}  // namespace
 
 void run_master(const RunConfig& run, const MasterOptions& options, const ResultSink& sink) {
   auto store = RunStore::serve(options.port, options.wait_for_result);
   std::cerr << "trainbench-worker master: serving the store of run " << run.index << " (" << run.process_count()
             << " ranks) on port " << options.port << "\n";
-  const std::string text = store->get(kResultKey, options.wait_for_result);
+  const std::string text = await_result(*store, run, options.wait_for_result);
   RunResult result;
   try {
     result = run_result_from_json(nlohmann::json::parse(text));

@@ -25,6 +25,8 @@ struct MasterOptions {
 /// for rank 0's RunResult, checks it against the config, summarises it with core (per-rank
 /// percentiles; raw step times stay behind, so 1024 ranks fit in a ConfigMap), hands it to
 /// `sink`, then waits for every rank to be done with the store. Throws on a bad result.
+/// While it waits (run.hang_timeout_seconds > 0) it reads the ranks' progress records from the
+/// store about once a second and throws HangError when no rank advanced for that long.
 void run_master(const RunConfig& run, const MasterOptions& options, const ResultSink& sink);
 
 }  // namespace trainbench::worker

@@ -278,6 +278,7 @@ double PipelineStage::forward_backward(const at::Tensor& inputs, const at::Tenso
       x.requires_grad_(true);
     }
     ins[mi] = x;
+    comm_.progress().enter(ProgressPhase::kForward);
     at::Tensor y;
     {
       std::optional<compat::AutocastScope> scope;
@@ -301,11 +302,13 @@ double PipelineStage::forward_backward(const at::Tensor& inputs, const at::Tenso
   for (int m = m_count - 1; m >= 0; --m) {
     const auto mi = static_cast<std::size_t>(m);
     if (last) {
+      comm_.progress().enter(ProgressPhase::kBackward);
       outs[mi].backward();
     } else {
       at::Tensor g = at::empty_like(outs[mi]);
       PendingCollective r = comm_.recv(g, stage_ + 1, m_count + m);
       timed_wait(r);
+      comm_.progress().enter(ProgressPhase::kBackward);
       outs[mi].backward(g);
     }
     outs[mi] = at::Tensor();

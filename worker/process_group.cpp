@@ -18,6 +18,13 @@ void PendingCollective::wait() {
   if (!wait_) return;
   auto fn = std::move(wait_);
   wait_ = nullptr;
+  if (RankProgress* p = tracking_.progress) {
+    if (tracking_.peer >= 0) {
+      p->enter(tracking_.phase, tracking_.peer);
+    } else {
+      p->enter_collective(tracking_.phase, tracking_.seq, tracking_.bucket, tracking_.buckets);
+    }
+  }
   fn();
 }
 
@@ -42,6 +49,18 @@ struct Communicator::Impl {
   std::chrono::milliseconds timeout{0};
   int rank = 0;
   int size = 1;
+  RankProgress* progress = nullptr;  ///< the rank's (set_progress), else own_progress
+  RankProgress own_progress;
+
+  RankProgress& recorder() { return progress != nullptr ? *progress : own_progress; }
+  /// A collective launched now: its sequence number, recorded as `phase` when waited for.
+  WaitTracking collective(ProgressPhase phase) {
+    RankProgress& p = recorder();
+    return WaitTracking{&p, phase, p.next_collective(), -1, -1, 0};
+  }
+  WaitTracking point_to_point(ProgressPhase phase, int peer) {
+    return WaitTracking{&recorder(), phase, 0, peer, -1, 0};
+  }
 };
 
 namespace {
@@ -113,6 +132,16 @@ std::string RunStore::get(const std::string& key, std::chrono::milliseconds time
   }
 }
 
+std::optional<std::string> RunStore::try_get(const std::string& key) {
+  try {
+    if (!impl_->store->check({key})) return std::nullopt;
+    const auto v = impl_->store->get(key);
+    return std::string(v.begin(), v.end());
+  } catch (const c10::Error& e) {
+    throw std::runtime_error("reading store key " + key + ": " + compat::error_message(e));
+  }
+}
+
 std::int64_t RunStore::add(const std::string& key, std::int64_t delta) { return impl_->store->add(key, delta); }
 
 std::unique_ptr<Communicator> Communicator::create(const RankEnv& env, const RunConfig& config,
@@ -174,6 +203,9 @@ std::unique_ptr<Communicator> Communicator::create(const RankEnv& env, const Run
 Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Communicator::~Communicator() = default;
 
+RankProgress& Communicator::progress() const { return impl_->recorder(); }
+void Communicator::set_progress(RankProgress* progress) { impl_->progress = progress; }
+
 int Communicator::rank() const { return impl_->rank; }
 int Communicator::size() const { return impl_->size; }
 const std::string& Communicator::backend_name() const { return impl_->backend_name; }
@@ -189,7 +221,7 @@ PendingCollective Communicator::allreduce_sum(at::Tensor tensor) {
     throw std::runtime_error("all-reduce failed: " + compat::error_message(e));
   }
   const auto timeout = impl_->timeout;
-  return PendingCollective([work, timeout] { wait_work(work, timeout); });
+  return PendingCollective([work, timeout] { wait_work(work, timeout); }, impl_->collective(ProgressPhase::kAllReduce));
 }
 
 void Communicator::broadcast(const std::vector<at::Tensor>& tensors, int root) {
@@ -203,6 +235,8 @@ void Communicator::broadcast(const std::vector<at::Tensor>& tensors, int root) {
     std::vector<at::Tensor> flat{at::cat(flat_parts)};
     c10d::BroadcastOptions opts;
     opts.rootRank = root;
+    const WaitTracking waiting = impl_->collective(ProgressPhase::kBroadcast);
+    waiting.progress->enter_collective(waiting.phase, waiting.seq);
     try {
       wait_work(impl_->backend->broadcast(flat, opts), impl_->timeout);
     } catch (const c10::Error& e) {
@@ -223,6 +257,8 @@ at::Tensor Communicator::allgather(const at::Tensor& tensor) {
   std::vector<at::Tensor> input{tensor.contiguous()};
   std::vector<std::vector<at::Tensor>> output(1);
   for (int r = 0; r < impl_->size; ++r) output[0].push_back(at::empty_like(input[0]));
+  const WaitTracking t = impl_->collective(ProgressPhase::kAllGather);
+  t.progress->enter_collective(t.phase, t.seq);
   try {
     wait_work(impl_->backend->allgather(output, input), impl_->timeout);
   } catch (const c10::Error& e) {
@@ -234,6 +270,8 @@ at::Tensor Communicator::allgather(const at::Tensor& tensor) {
 void Communicator::allgather_into(const at::Tensor& input, const std::vector<at::Tensor>& outputs) {
   std::vector<at::Tensor> in{input};
   std::vector<std::vector<at::Tensor>> out{outputs};
+  const WaitTracking t = impl_->collective(ProgressPhase::kAllGather);
+  t.progress->enter_collective(t.phase, t.seq);
   try {
     wait_work(impl_->backend->allgather(out, in), impl_->timeout);
   } catch (const c10::Error& e) {
@@ -250,7 +288,8 @@ PendingCollective Communicator::send(at::Tensor tensor, int dst, int tag) {
     throw std::runtime_error("send to rank " + std::to_string(dst) + " failed: " + compat::error_message(e));
   }
   const auto timeout = impl_->timeout;
-  return PendingCollective([work, tensors, timeout] { wait_work(work, timeout); });
+  return PendingCollective([work, tensors, timeout] { wait_work(work, timeout); },
+                           impl_->point_to_point(ProgressPhase::kSend, dst));
 }
 
 PendingCollective Communicator::recv(at::Tensor tensor, int src, int tag) {
@@ -262,7 +301,8 @@ PendingCollective Communicator::recv(at::Tensor tensor, int src, int tag) {
     throw std::runtime_error("recv from rank " + std::to_string(src) + " failed: " + compat::error_message(e));
   }
   const auto timeout = impl_->timeout;
-  return PendingCollective([work, tensors, timeout] { wait_work(work, timeout); });
+  return PendingCollective([work, tensors, timeout] { wait_work(work, timeout); },
+                           impl_->point_to_point(ProgressPhase::kRecv, src));
 }
 
 PendingRecv Communicator::recv_any(at::Tensor tensor, int tag) {
@@ -303,6 +343,7 @@ std::unique_ptr<Communicator> Communicator::subgroup(const std::string& name, co
   impl->backend_name = impl_->backend_name;
   impl->timeout = impl_->timeout;
   impl->gloo_options = impl_->gloo_options;
+  impl->progress = &impl_->recorder();
   try {
     impl->store = c10::make_intrusive<c10d::PrefixStore>(name, impl_->store);
     impl->backend =

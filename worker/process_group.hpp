@@ -6,23 +6,55 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/run_config.hpp"
 #include "worker/rank_env.hpp"
+#include "worker/rank_progress.hpp"
 
 namespace trainbench::worker {
 
-/// A collective in flight; wait() blocks until it completes and rethrows its error.
+/// What a wait stands for in the rank's progress record (worker/rank_progress.hpp).
+struct WaitTracking {
+  RankProgress* progress = nullptr;  ///< nullptr: the wait is not recorded
+  ProgressPhase phase = ProgressPhase::kAllReduce;
+  std::uint64_t seq = 0;  ///< collectives: their sequence number
+  int peer = -1;          ///< point-to-point: the other rank
+  int bucket = -1;
+  int buckets = 0;
+};
+
+/// A collective in flight; wait() records where the rank waits (its phase, collective or peer)
+/// and blocks until it completes, rethrowing its error.
 class PendingCollective {
  public:
   PendingCollective() = default;
-  explicit PendingCollective(std::function<void()> wait_fn) : wait_(std::move(wait_fn)) {}
+  explicit PendingCollective(std::function<void()> wait_fn, WaitTracking tracking = {})
+      : wait_(std::move(wait_fn)), tracking_(tracking) {}
   void wait();
+  /// The wait is recorded as `phase` with `peer` instead (a trainer's lookup: kPsRequest).
+  PendingCollective& as(ProgressPhase phase, int peer) {
+    tracking_.phase = phase;
+    tracking_.peer = peer;
+    return *this;
+  }
+  /// DDP: the all-reduce of bucket `bucket` (0-based) of `buckets`.
+  PendingCollective& in_bucket(int bucket, int buckets) {
+    tracking_.bucket = bucket;
+    tracking_.buckets = buckets;
+    return *this;
+  }
+  /// Not recorded: waited for on a thread beside the rank's main one.
+  PendingCollective& untracked() {
+    tracking_.progress = nullptr;
+    return *this;
+  }
 
  private:
   std::function<void()> wait_;
+  WaitTracking tracking_;
 };
 
 /// A receive from any rank in flight (Communicator::recv_any). wait() blocks until it completes
@@ -45,6 +77,9 @@ class PendingRecv {
 /// every rank adds 1 to kFinishedKey when it is done with the store.
 inline constexpr const char* kResultKey = "trainbench/result";
 inline constexpr const char* kFinishedKey = "trainbench/finished";
+/// Each rank's heartbeat sets its progress record (core/rank_progress.hpp) under this prefix +
+/// its rank; the master pod watches them (worker/master.hpp).
+inline constexpr const char* kProgressKeyPrefix = "trainbench/progress/";
 
 /// A run's rendezvous store (c10d TCPStore) used as a key-value channel: in the operator's pods
 /// the master hosts it and the ranks are clients (TRAINBENCH_EXTERNAL_STORE=1); rank 0 hands
@@ -62,6 +97,8 @@ class RunStore {
   void set(const std::string& key, const std::string& value);
   /// Blocks until `key` exists or `timeout` passes (then throws).
   std::string get(const std::string& key, std::chrono::milliseconds timeout);
+  /// The value of `key` if it exists now, without waiting.
+  std::optional<std::string> try_get(const std::string& key);
   std::int64_t add(const std::string& key, std::int64_t delta);
 
  private:
@@ -95,6 +132,10 @@ class Communicator {
   int rank() const;
   int size() const;
   const std::string& backend_name() const;
+  /// Where the waits of this communicator (and its subgroups) are recorded: the rank's record
+  /// once set_progress() named it, else one of its own.
+  RankProgress& progress() const;
+  void set_progress(RankProgress* progress);
 
   /// In-place SUM all-reduce of a dense tensor, asynchronous.
   PendingCollective allreduce_sum(at::Tensor tensor);

@@ -10,6 +10,7 @@
 #include "core/run_config.hpp"
 #include "worker/process_group.hpp"
 #include "worker/rank_env.hpp"
+#include "worker/rank_progress.hpp"
 #include "worker/train_loop.hpp"
 
 namespace trainbench::worker {
@@ -35,8 +36,18 @@ class RankContext {
   Communicator* comm_if_created() const { return comm_.get(); }
   /// The master pod's store, or nullptr (rank 0 serves the rendezvous itself).
   RunStore* store() const { return store_.get(); }
+  /// This rank's progress record; the steps set its phases, the communicator its waits.
+  RankProgress& progress() const { return *progress_; }
+  /// Publishes the record now when a heartbeat runs (hangTimeoutSeconds > 0).
+  void publish_progress() const {
+    if (heartbeat_) heartbeat_->beat();
+  }
 
  private:
+  void start_heartbeat();
+
+  std::unique_ptr<RankProgress> progress_;
+  std::unique_ptr<ProgressHeartbeat> heartbeat_;  ///< after progress_: stopped before it goes
   std::unique_ptr<RunStore> store_;
   std::unique_ptr<Communicator> comm_;
 };

@@ -14,6 +14,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/rank_progress.hpp"
 #include "core/run_result.hpp"
 #include "core/vocabulary.hpp"
 #include "worker/rank_record.hpp"
@@ -71,6 +72,8 @@ class Step {
   virtual std::int64_t allreduce_bytes_per_step() const { return 0; }
   /// The parameters TRAINBENCH_DUMP_PARAMS writes (empty: no dump).
   virtual std::vector<at::Tensor> dumped_parameters() const { return {}; }
+  /// Where a step of this rank begins in its progress record (a parameter server: waiting).
+  virtual ProgressPhase first_phase() const { return ProgressPhase::kForward; }
 
  protected:
   explicit Step(const RankContext& rank) : rank_(rank) {}

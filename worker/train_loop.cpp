@@ -118,16 +118,42 @@ std::unique_ptr<WorkerMetrics> serve_worker_metrics(const RankEnv& env, const Ru
 // ---------------------------------------------------------------- rank setup
 
 RankContext::RankContext(const RankEnv& e, const RunConfig& c, const WorkerOptions& o)
-    : env(e), config(c), options(o), device((set_rank_threads(c), rank_device(e, c))) {
+    : env(e),
+      config(c),
+      options(o),
+      device((set_rank_threads(c), rank_device(e, c))),
+      progress_(std::make_unique<RankProgress>(
+          progress_identity(e, e.rank < c.world_size() ? Role::kTrainer : Role::kParameterServer))) {
   if (o.external_store) {
     store_ = RunStore::connect(env.master_addr, env.master_port, std::chrono::seconds(c.collective_timeout_seconds));
   }
+  start_heartbeat();
 }
 
 RankContext::~RankContext() = default;
 
+/// The watcher reads the records: the master pod from the store (a connection of the heartbeat's
+/// own, so that it never waits behind the rank's store calls), trainbench run from a file.
+void RankContext::start_heartbeat() {
+  if (config.hang_timeout_seconds <= 0) return;
+  if (options.external_store) {
+    std::shared_ptr<RunStore> client =
+        RunStore::connect(env.master_addr, env.master_port, std::chrono::seconds(config.collective_timeout_seconds));
+    const std::string key = kProgressKeyPrefix + std::to_string(env.rank);
+    heartbeat_ =
+        std::make_unique<ProgressHeartbeat>(*progress_, [client, key](const std::string& j) { client->set(key, j); });
+  } else if (!options.rank_progress_file.empty()) {
+    const std::string file = options.rank_progress_file;
+    heartbeat_ = std::make_unique<ProgressHeartbeat>(
+        *progress_, [file](const std::string& j) { write_file_atomically(file, j + "\n"); });
+  }
+}
+
 Communicator& RankContext::comm() {
-  if (!comm_) comm_ = Communicator::create(env, config, store_.get(), options.bind_address);
+  if (!comm_) {
+    comm_ = Communicator::create(env, config, store_.get(), options.bind_address);
+    comm_->set_progress(progress_.get());
+  }
   return *comm_;
 }
 
@@ -215,7 +241,13 @@ RankRecord run_loop(Step& step, const RankContext& rank, LoopMetrics& metrics) {
   record.local_rank = env.local_rank;
   double last_loss = 0;
   std::int64_t index = 0;
+  const RunTestOptions& test = rank.config.test;
   auto run = [&](bool measured, int repeat) {
+    rank.progress().begin_step(index, step.first_phase());
+    if (index == test.sigstop_at_step && env.rank == test.sigstop_rank) {  // test option: a hung rank
+      rank.publish_progress();
+      std::raise(SIGSTOP);
+    }
     const StepTiming t = step.run_step(StepContext{index, measured, repeat});
     ++index;
     if (t.loss) {
@@ -267,12 +299,14 @@ void run_rank(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   const std::unique_ptr<Step> step = make_step(rank);
   LoopMetrics metrics(rank, *step);
   RankRecord record = run_loop(*step, rank, metrics);
+  rank.progress().enter(ProgressPhase::kGather);
   step->finish(record);
   if (!o.dump_params_prefix.empty()) {
     const std::vector<torch::Tensor> params = step->dumped_parameters();
     if (!params.empty()) dump_parameters(o.dump_params_prefix, env.rank, params);
   }
   const std::vector<RankRecord> records = gather_records(rank, record, step->record_shape());
+  rank.progress().enter(ProgressPhase::kDone);
   if (env.rank != 0) {
     if (rank.store()) rank.store()->add(kFinishedKey, 1);
     metrics.linger();

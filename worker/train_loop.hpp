@@ -11,6 +11,9 @@ namespace trainbench::worker {
 struct WorkerOptions {
   std::string result_file;         ///< TRAINBENCH_RESULT_FILE; empty: rank 0 prints to stdout
   std::string progress_file;       ///< TRAINBENCH_PROGRESS_FILE; empty: no progress
+  /// TRAINBENCH_RANK_PROGRESS_FILE: this rank's heartbeat writes its progress record there
+  /// (atomically) when the run watches for hangs and has no external store.
+  std::string rank_progress_file;
   std::string dump_params_prefix;  ///< TRAINBENCH_DUMP_PARAMS; empty: no dump
   int reference_world_size = 0;    ///< TRAINBENCH_REFERENCE_WORLD_SIZE; 0: off
   bool external_store = false;     ///< TRAINBENCH_EXTERNAL_STORE=1: the master pod serves the store,

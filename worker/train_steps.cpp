@@ -145,7 +145,10 @@ class DataParallelStep final : public Step {
 
   StepTiming run_step(const StepContext& step) override {
     const auto t0 = Clock::now();
-    if (sync_buffers_) comm_->broadcast(buffers_, 0);
+    if (sync_buffers_) {
+      comm_->broadcast(buffers_, 0);
+      rank_.progress().enter(ProgressPhase::kForward);
+    }
     if (reducer_) {
       reducer_->zero_grad();
       reducer_->prepare_for_backward();
@@ -158,12 +161,14 @@ class DataParallelStep final : public Step {
       if (autocast_) autocast.emplace(device_.type(), *autocast_);
       loss = model_->loss(batch_.inputs, batch_.targets);
     }
+    rank_.progress().enter(ProgressPhase::kBackward);
     (scaler_ ? scaler_->scale_loss(loss) : loss).backward();
     if (reducer_) {
       const auto w0 = Clock::now();
       reducer_->finish_backward();
       last_communication_ = seconds_between(w0, Clock::now());
     }
+    rank_.progress().enter(ProgressPhase::kOptimizer);
     if (scaler_) {
       const bool finite = scaler_->unscale(params_);  // same all-reduced gradients on every rank
       if (finite) optimizer_->step();
@@ -253,6 +258,7 @@ class PipelineTrainStep final : public Step {
     const auto t0 = Clock::now();
     clear_gradients(params_);
     const double loss = stage_->forward_backward(batch_.inputs, batch_.targets, autocast_);
+    rank_.progress().enter(ProgressPhase::kOptimizer);
     optimizer_->step();
     synchronize(device_);
     const auto t1 = Clock::now();

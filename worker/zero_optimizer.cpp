@@ -125,13 +125,16 @@ class ZeroAdam : public StepOptimizer {
     // all-gather, but without its flat copy of all shards.
     const int n = comm_.size();
     const int r = comm_.rank();
+    RankProgress& progress = comm_.progress();
+    const std::uint64_t seq = progress.next_collective();
     for (int k = 0; k + 1 < n; ++k) {
       const auto out = static_cast<std::size_t>(((r - k) % n + n) % n);
       const auto in = static_cast<std::size_t>(((r - k - 1) % n + n) % n);
       PendingCollective sent = comm_.send(slots_[out], (r + 1) % n, kAllGatherTag + k);
       PendingCollective received = comm_.recv(slots_[in], (r - 1 + n) % n, kAllGatherTag + k);
-      received.wait();
-      sent.wait();
+      progress.enter_collective(ProgressPhase::kAllGather, seq);  // the ring's steps are one all-gather
+      received.untracked().wait();
+      sent.untracked().wait();
     }
   }
 

@@ -74,13 +74,11 @@ json env_list(const std::vector<EnvVar>& vars, bool identity) {
 /// address and names (downward API), and spec.nccl.
 json pod_only_env(const JobContext& job, const RunConfig& run, int attempt) {
   json env = json::array({
-      env_var("TRAINBENCH_JOB", job.name),
-      env_var("TRAINBENCH_RUN", std::to_string(run.index)),
-      env_var("TRAINBENCH_ATTEMPT", std::to_string(attempt)),
-      env_var("TRAINBENCH_EXTERNAL_STORE", "1"),
-      field_env("POD_IP", "status.podIP"),
-      field_env("POD_NAME", "metadata.name"),
+      env_var("TRAINBENCH_JOB", job.name), env_var("TRAINBENCH_RUN", std::to_string(run.index)),
+      env_var("TRAINBENCH_ATTEMPT", std::to_string(attempt)), env_var("TRAINBENCH_EXTERNAL_STORE", "1"),
+      field_env("POD_IP", "status.podIP"), field_env("POD_NAME", "metadata.name"),
       field_env("POD_NAMESPACE", "metadata.namespace"),
+      field_env("NODE_NAME", "spec.nodeName"),  // named in the hang message (core/hang.hpp)
   });
   const json nccl = get_or(job.spec, "nccl", json::object());
   if (nccl.contains("socketIfname")) env.push_back(env_var("NCCL_SOCKET_IFNAME", nccl["socketIfname"].get<std::string>()));

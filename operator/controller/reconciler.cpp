@@ -92,6 +92,26 @@ std::string pod_failure(const json& pod) {
   return out;
 }
 
+/// The master's exit code when it saw the run hang (worker/main.cpp).
+constexpr int kMasterHangExitCode = 3;
+
+/// The hang message (core/hang.hpp's "hang: rank 3 (pod ...) ...") of a master pod that failed
+/// by seeing its run hang: its termination message; "" for any other pod or failure.
+std::string hang_failure(const json& pod) {
+  if (label(pod, kRoleLabel) != "master" || pod_phase(pod) != "Failed") return "";
+  for (const auto& cs : get_or(get_or(pod, "status", json::object()), "containerStatuses", json::array())) {
+    const json term = get_or(get_or(cs, "state", json::object()), "terminated", nullptr);
+    if (!term.is_object() || int_or(term, "exitCode", -1) != kMasterHangExitCode) continue;
+    std::string msg = str_or(term, "message");
+    const auto at = msg.find("hang: ");
+    if (at == std::string::npos) continue;
+    msg = msg.substr(at, 2048);
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    return msg;
+  }
+  return "";
+}
+
 /// "name (Pending: Unschedulable: 0/1 nodes are available...)" for a pod that is not running,
 /// or with a container that waits for a reason of its own, "name (Pending: container trainer
 /// ImagePullBackOff: Back-off pulling image ...)".
@@ -304,8 +324,12 @@ class Reconcile {
         status_.runs.push_back(std::move(rs));
       }
     }
-    status_.set_condition(
-        condition(ConditionType::kRunning, true, "RunsInProgress", "running the sweep", now_, generation_));
+    // A run restarted after a hang keeps saying so (reason Hang) while the job runs on.
+    const Condition* running = status_.condition(ConditionType::kRunning);
+    if (running == nullptr || running->status != ConditionStatus::kTrue || running->reason != "Hang") {
+      status_.set_condition(
+          condition(ConditionType::kRunning, true, "RunsInProgress", "running the sweep", now_, generation_));
+    }
     status_.set_condition(
         condition(ConditionType::kInvalid, false, "SpecValid", "the spec is valid", now_, generation_));
   }
@@ -467,6 +491,7 @@ class Reconcile {
         continue;
       }
       const std::string ph = pod_phase(it->second);
+      if (const std::string hang = hang_failure(it->second); !hang.empty()) return {hang, "Hang"};
       if (ph == "Failed") return {pod_failure(it->second), "BackoffLimitExceeded"};
       if (ph == "Succeeded" && label(it->second, kRoleLabel) == "master") {
         // The master writes the result before it exits, but the pods' watch can bring its end
@@ -488,6 +513,15 @@ class Reconcile {
     RunStatus& rs = run_status(run.index);
     const int restarts = rs.restarts;
     delete_pods(pods_of(run.index, -1), run_selector(run.index));
+    if (reason == "Hang") {
+      const std::string what =
+          "run " + std::to_string(run.index) + " attempt " + std::to_string(rs.attempt) + ": " + failure;
+      emit("Warning", "Hang", what, run_key(run.index, rs.attempt));
+      if (restarts < pol.backoff_limit) {
+        status_.set_condition(
+            condition(ConditionType::kRunning, true, "Hang", what + "; restarted", now_, generation_));
+      }
+    }
     if (restarts < pol.backoff_limit) {
       rs.restarts = restarts + 1;
       rs.attempt += 1;

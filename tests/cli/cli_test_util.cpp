@@ -185,6 +185,15 @@ bool wait_until(double timeout_s, const std::function<bool()>& pred) {
   return pred();
 }
 
+std::vector<pid_t> processes_left(const std::string& marker, double timeout_s) {
+  std::vector<pid_t> left;
+  wait_until(timeout_s, [&] {
+    left = processes_with_env(marker);
+    return left.empty();
+  });
+  return left;
+}
+
 std::string mlp_job_yaml(const std::string& name, int warmup, int measure, int repeats, const std::string& sweep,
                          const std::string& spec_extra) {
   return "apiVersion: trainbench.dev/v1alpha1\n"

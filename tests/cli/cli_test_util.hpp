@@ -63,6 +63,9 @@ bool process_exists(pid_t pid);
 /// Polls `pred` every 50 ms until it is true or `timeout_s` passes.
 bool wait_until(double timeout_s, const std::function<bool()>& pred);
 
+/// The processes with `marker` in their environment still there after up to `timeout_s`.
+std::vector<pid_t> processes_left(const std::string& marker, double timeout_s = 5);
+
 /// A BenchmarkJob of the small mlp (input 64, hidden [128], 10 classes, batch 8).
 /// `sweep` is the YAML list body ("    - {nodes: 1, devicesPerNode: 2}\n"); `spec_extra` is
 /// appended under spec: (e.g. "  runPolicy: {activeDeadlineSeconds: 2}\n").

@@ -406,6 +406,75 @@ TEST(Reconciler, FailedPodRestartsTheWholeRunThenFailsAfterBackoff) {
   EXPECT_TRUE(o.pods.empty()) << "the running master must not outlive a failed job";
 }
 
+/// The master of run 0's attempt `attempt` ends as it does on seeing its run hang: exit code 3,
+/// the hang message as its termination message.
+void master_saw_hang(Observed& o, int attempt, const std::string& message) {
+  for (auto& p : o.pods) {
+    if (p["metadata"]["name"] != master_pod_name("bj", 0, attempt)) continue;
+    p["status"]["phase"] = "Failed";
+    p["status"]["containerStatuses"] =
+        json::array({{{"name", "master"},
+                      {"state", {{"terminated", {{"exitCode", 3}, {"reason", "Error"}, {"message", message}}}}}}});
+  }
+}
+
+std::vector<json> events_with_reason(const Decision& d, const std::string& reason) {
+  std::vector<json> out;
+  for (const auto* a : of(d, Action::Verb::Event, "events")) {
+    if (a->body["reason"] == reason) out.push_back(a->body);
+  }
+  return out;
+}
+
+TEST(Reconciler, HangRestartsTheRunWithReasonHangThenFailsWithIt) {
+  const std::string hang = "hang: rank 1 (pod bj-r0-a0-trainer-0 on node n1, local 1) in backward of step 41 for 125 s";
+  Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
+  apply(o, reconcile(o));
+  all_running(o);
+  apply(o, reconcile(o));
+  master_saw_hang(o, 0, "trainbench-worker master: " + hang + "\n");
+  Decision d = reconcile(o);
+  const auto hang_events = events_with_reason(d, "Hang");
+  ASSERT_EQ(hang_events.size(), 1u);
+  EXPECT_EQ(hang_events[0]["message"], "run 0 attempt 0: " + hang);
+  EXPECT_EQ(hang_events[0]["type"], "Warning");
+  apply(o, d);
+  EXPECT_EQ(o.job["status"]["runs"][0]["attempt"], 1) << "restarted under backoffLimit";
+  EXPECT_EQ(o.job["status"]["runs"][0]["message"], hang);
+  auto running = [&] {
+    for (const auto& c : o.job["status"]["conditions"]) {
+      if (c["type"] == "Running") return c;
+    }
+    return json();
+  };
+  EXPECT_EQ(running()["reason"], "Hang");
+  EXPECT_EQ(running()["status"], "True");
+  apply(o, reconcile(o));  // attempt 1's pods; the condition keeps saying why the run restarted
+  EXPECT_EQ(running()["reason"], "Hang");
+  all_running(o);
+  apply(o, reconcile(o));
+  master_saw_hang(o, 1, hang);
+  d = reconcile(o);
+  EXPECT_EQ(events_with_reason(d, "Hang").size(), 1u);
+  apply(o, d);
+  EXPECT_EQ(o.job["status"]["phase"], "Failed");
+  const json& failed = o.job["status"]["conditions"].back();
+  EXPECT_EQ(failed["type"], "Failed");
+  EXPECT_EQ(failed["reason"], "Hang");
+  EXPECT_NE(failed["message"].get<std::string>().find(hang), std::string::npos) << failed.dump();
+  EXPECT_TRUE(o.pods.empty());
+}
+
+TEST(Reconciler, MasterExitCode3WithoutAHangMessageIsAPlainFailure) {
+  Observed o{job_object({{"runPolicy", {{"backoffLimit", 0}}}}), {}, {}, {}, false, false, false, t0()};
+  apply(o, reconcile(o));
+  all_running(o);
+  apply(o, reconcile(o));
+  master_saw_hang(o, 0, "something else");
+  apply(o, reconcile(o));
+  EXPECT_EQ(o.job["status"]["conditions"].back()["reason"], "BackoffLimitExceeded");
+}
+
 TEST(Reconciler, PodsNotRunningInTimeFailTheRunNamingThem) {
   Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
   apply(o, reconcile(o));
