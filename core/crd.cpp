@@ -46,6 +46,16 @@ json positive_number(const std::string& description, const std::optional<double>
   return j;
 }
 
+constexpr const char* kStragglerThresholdText =
+    "Ranks whose straggler score (fastest rank's compute per step / theirs) is below this are named stragglers.";
+
+/// A number in (0, 1].
+json fraction_t(const std::string& description, double dflt) {
+  json j = positive_number(description, dflt);
+  j["maximum"] = 1;
+  return j;
+}
+
 json bool_t(const std::string& description, const std::optional<bool>& dflt = std::nullopt) {
   json j = {{"type", "boolean"}, {"description", description}};
   if (dflt) j["default"] = *dflt;
@@ -231,6 +241,7 @@ json benchmark_schema() {
          {"default", b.seed},
          {"description", "Seed of model initialisation and synthetic data."}}},
        {"learningRate", positive_number("Learning rate of the optimizer.", b.learning_rate)},
+       {"stragglerThreshold", fraction_t(kStragglerThresholdText, b.straggler_threshold)},
        {"threadsPerProcess", int_t("Intra-op threads per rank; 0: the node's cores / ranks per node.",
                                    bounds::kThreadsPerProcess, b.threads_per_process)},
        {"imageSize", int_t("Input height and width of the image models.", bounds::kImageSize, b.image_size)},

@@ -101,6 +101,9 @@ struct BenchmarkSpec {
   HybridEmbeddingSpec hybrid_embedding;
   AllreduceSpec allreduce;           ///< paradigm allreduce: message sizes and dtype
   HybridPsSpec hybrid_ps;            ///< paradigm hybrid-ps: parameter servers
+  /// A rank whose straggler score (fastest rank's compute / its compute) is below this is named
+  /// a straggler in the report, status and an Event. In (0, 1].
+  double straggler_threshold = 0.7;
 };
 
 /// One cluster shape of the sweep; optional fields override spec.benchmark.

@@ -54,6 +54,12 @@ FieldBound positive(const std::string& path) {
   f.exclusive_minimum = true;
   return f;
 }
+/// In (0, 1].
+FieldBound fraction(const std::string& path) {
+  FieldBound f = positive(path);
+  f.maximum = 1;
+  return f;
+}
 FieldBound length(const std::string& path, long long max_length) {
   FieldBound f = field(path);
   f.max_length = max_length;
@@ -87,6 +93,7 @@ void benchmark_bounds(std::vector<FieldBound>& t) {
                      range(b + "repeats", kRepeats),
                      at_least(b + "seed", kSeed.min),
                      positive(b + "learningRate"),
+                     fraction(b + "stragglerThreshold"),
                      range(b + "threadsPerProcess", kThreadsPerProcess),
                      range(b + "imageSize", kImageSize),
                      range(b + "mlp.inputSize", kInputSize),

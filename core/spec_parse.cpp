@@ -420,7 +420,8 @@ void read_benchmark(Reader& r, const YAML::Node& n, BenchmarkSpec& b) {
                  "mlstm",
                  "hybridEmbedding",
                  "allreduce",
-                 "hybridPs"}))
+                 "hybridPs",
+                 "stragglerThreshold"}))
     return;
   r.read_string(n, "model", path, b.model);
   r.read_enum(n, "paradigm", path, b.paradigm);
@@ -438,6 +439,7 @@ void read_benchmark(Reader& r, const YAML::Node& n, BenchmarkSpec& b) {
     }
   }
   r.read_double(n, "learningRate", path, b.learning_rate);
+  r.read_double(n, "stragglerThreshold", path, b.straggler_threshold);
   r.read_int(n, "threadsPerProcess", path, b.threads_per_process);
   r.read_int(n, "imageSize", path, b.image_size);
   if (n["mlp"].IsDefined() && !n["mlp"].IsNull()) read_mlp(r, n["mlp"], path + ".mlp", b.mlp);
