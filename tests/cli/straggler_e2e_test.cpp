@@ -6,7 +6,7 @@
 // The threshold is 0.3, not the default 0.7: 4 ranks on this machine's 2 cores share them, and
 // the scheduler lets some equal ranks compute alone while others wait for a core, so their
 // wall-clock compute differs by up to about 2x (balanced runs here scored their slowest rank
-// 0.44 .. 0.96 over 12 tries). The slowed rank computes 16 passes a step and scores about 0.15.
+// 0.44 .. 0.96 over 15 tries). The slowed rank computes 16 passes a step and scores about 0.15.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
