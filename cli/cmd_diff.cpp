@@ -1,23 +1,55 @@
 #include <iostream>
+#include <optional>
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "cli/regression_check.hpp"
+#include "core/compare.hpp"
 #include "core/report.hpp"
 #include "core/report_format.hpp"
 
 namespace trainbench::cli {
 
 const char* const kDiffUsage =
-    "usage: trainbench diff BASE.json TEST.json\n"
+    "usage: trainbench diff BASE.json TEST.json [--fail-on-regression PCT]\n"
     "\n"
     "Compares two reports written by `trainbench run --json`, in the layout of PyTorch's\n"
     "benchmarks/distributed/ddp/diff.py: the configurations side by side, then for each run\n"
-    "(matched by label) p75 and p95 sec/iter, examples/sec and the % change of examples/sec.\n"
+    "(matched by label) p75 and p95 sec/iter, examples/sec and the % change of examples/sec,\n"
+    "and the change of p50 examples/sec with its 95% confidence interval and a verdict\n"
+    "(faster, slower, ~ no significant change, cannot tell: fewer than 2 repeats on a side),\n"
+    "from Welch's t-test on the repeats' log p50 sec/iter (docs/report.md, \"Significance\").\n"
     "\n"
-    "exit codes: 0 ok, 2 a file is missing or not a valid report, or the command line is wrong\n";
+    "options:\n"
+    "  --fail-on-regression PCT  exit 4 when a row's p50 examples/sec is significantly lower\n"
+    "                            than the baseline's by more than PCT percent (for CI)\n"
+    "\n"
+    "exit codes: 0 ok, 2 a file is missing or not a valid report, or the command line is wrong,\n"
+    "            4 a regression beyond --fail-on-regression PCT\n";
+
+namespace {
+
+/// Both reports, or nullopt after printing which file is bad and why.
+std::optional<std::pair<Report, Report>> load_both(const std::vector<std::string>& files) {
+  Report reports[2];
+  for (std::size_t i = 0; i < 2; ++i) {
+    try {
+      reports[i] = load_report(files[i]);
+    } catch (const std::exception& e) {
+      // load_report's message names the file and the bad field; make sure of the file.
+      const std::string what = e.what();
+      std::cerr << "trainbench diff: " << (what.find(files[i]) == std::string::npos ? files[i] + ": " : "") << what
+                << "\n";
+      return std::nullopt;
+    }
+  }
+  return std::make_pair(std::move(reports[0]), std::move(reports[1]));
+}
+
+}  // namespace
 
 int cmd_diff(const std::vector<std::string>& args) {
-  const ParsedArgs a = parse_args(args, {});
+  const ParsedArgs a = parse_args(args, {"--fail-on-regression"});
   if (a.help) {
     std::cout << kDiffUsage;
     return kExitOk;
@@ -26,22 +58,19 @@ int cmd_diff(const std::vector<std::string>& args) {
     throw UsageError("expected BASE.json and TEST.json, got " + std::to_string(a.positional.size()) +
                      " file argument(s)");
   }
-  Report reports[2];
-  for (int i = 0; i < 2; ++i) {
-    try {
-      reports[i] = load_report(a.positional[static_cast<std::size_t>(i)]);
-    } catch (const std::exception& e) {
-      // load_report's message names the file and the bad field; make sure of the file.
-      const std::string& file = a.positional[static_cast<std::size_t>(i)];
-      const std::string what = e.what();
-      std::cerr << "trainbench diff: " << (what.find(file) == std::string::npos ? file + ": " : "") << what
-                << "\n";
-      return kExitUsage;
-    }
+  std::optional<double> threshold;
+  if (a.has("--fail-on-regression")) {
+    threshold = parse_regression_threshold("--fail-on-regression", a.value("--fail-on-regression"));
   }
-  std::cout << format_diff(reports[0], reports[1]);
-  std::cout.flush();
-  return kExitOk;
+  const auto reports = load_both(a.positional);
+  if (!reports) return kExitUsage;
+  std::cout << format_diff(reports->first, reports->second);
+  if (!threshold) {
+    std::cout.flush();
+    return kExitOk;
+  }
+  std::cout << "\n";
+  return report_regression(compare_reports(reports->first, reports->second), *threshold, std::cout);
 }
 
 }  // namespace trainbench::cli

@@ -20,6 +20,8 @@
 #include "cli/interrupt.hpp"
 #include "cli/local_executor.hpp"
 #include "cli/progress.hpp"
+#include "cli/regression_check.hpp"
+#include "core/compare.hpp"
 #include "core/report.hpp"
 #include "core/report_format.hpp"
 #include "core/run_config.hpp"
@@ -31,6 +33,7 @@ namespace fs = std::filesystem;
 
 const char* const kRunUsage =
     "usage: trainbench run JOB.yaml [--json OUT.json] [--keep-logs DIR] [--quick]\n"
+    "                      [--baseline BASE.json [--fail-on-regression PCT]]\n"
     "\n"
     "Runs every sweep entry of a BenchmarkJob, in order, as local trainbench-worker processes\n"
     "(one per rank, torchrun-style environment) and prints the report to stdout; progress goes\n"
@@ -44,12 +47,18 @@ const char* const kRunUsage =
     "  --quick            a smoke run of the job: at most 1 warmup step, 2 measured steps and\n"
     "                     1 repeat (model, batch, precision and sweep untouched); the numbers\n"
     "                     are not a benchmark\n"
+    "  --baseline BASE.json  after the report, compare it with an earlier report as\n"
+    "                     `trainbench diff BASE.json NEW --fail-on-regression PCT` does, and\n"
+    "                     exit 4 when a row is significantly slower by more than PCT percent\n"
+    "  --fail-on-regression PCT  the threshold of --baseline (default: the job's\n"
+    "                     spec.baseline.regressionThresholdPercent, else 5)\n"
     "\n"
     "environment:\n"
     "  TRAINBENCH_WORKER  the worker executable (default: trainbench-worker next to trainbench)\n"
     "\n"
     "exit codes: 0 all runs succeeded, 1 error, 2 usage error or invalid job,\n"
-    "            3 one or more runs failed (the report marks them), 130/143 interrupted\n";
+    "            3 one or more runs failed (the report marks them), 4 significantly slower\n"
+    "            than --baseline (when no run failed), 130/143 interrupted\n";
 
 namespace {
 
@@ -128,6 +137,8 @@ struct RunRequest {
   std::string json_out;  ///< "" unless --json
   std::string keep_dir;  ///< "" unless --keep-logs
   bool quick = false;
+  std::string baseline_file;             ///< "" unless --baseline
+  std::optional<double> fail_threshold;  ///< --fail-on-regression PCT
 };
 
 RunRequest run_request(const ParsedArgs& a) {
@@ -135,7 +146,13 @@ RunRequest run_request(const ParsedArgs& a) {
     throw UsageError(a.positional.empty() ? "expected a JOB.yaml file"
                                           : "expected one JOB.yaml file, got " + std::to_string(a.positional.size()));
   }
-  return {a.positional[0], a.value("--json"), a.value("--keep-logs"), a.has("--quick")};
+  RunRequest req{a.positional[0],  a.value("--json"),     a.value("--keep-logs"),
+                 a.has("--quick"), a.value("--baseline"), std::nullopt};
+  if (a.has("--fail-on-regression")) {
+    if (req.baseline_file.empty()) throw UsageError("--fail-on-regression needs --baseline BASE.json");
+    req.fail_threshold = parse_regression_threshold("--fail-on-regression", a.value("--fail-on-regression"));
+  }
+  return req;
 }
 
 /// The job and its runs, planned for this machine's cores (--quick shortens the steps first).
@@ -227,13 +244,27 @@ SweepOutcome run_sweep(const BenchmarkJob& job, const std::vector<RunConfig>& ru
   return sweep;
 }
 
-/// Prints the report (and writes --json); the exit code of a sweep that was not interrupted.
+/// The comparison with --baseline after the report: the diff and the regression check; its exit
+/// code (kExitRegression or kExitOk).
+int compare_with_baseline(const RunRequest& req, const BenchmarkJob& job, const Report& baseline,
+                          const Report& report) {
+  const double threshold = req.fail_threshold.value_or(job.baseline ? job.baseline->regression_threshold_percent
+                                                                    : kDefaultRegressionThresholdPercent);
+  std::cout << "\nCompared with the baseline " << req.baseline_file << ":\n\n" << format_diff(baseline, report) << "\n";
+  return report_regression(compare_reports(baseline, report), threshold, std::cout);
+}
+
+/// Prints the report (and writes --json), then the comparison with --baseline; the exit code of
+/// a sweep that was not interrupted.
 int report_sweep(const RunRequest& req, const BenchmarkJob& job, const std::vector<RunConfig>& runs,
-                 const SweepOutcome& sweep) {
+                 const SweepOutcome& sweep, const std::optional<Report>& baseline) {
   const Report report = build_report(job, runs, sweep.outcomes);
   std::cout << format_report(report);
   std::cout.flush();
   int rc = sweep.any_failed ? kExitRunFailed : kExitOk;
+  if (baseline && compare_with_baseline(req, job, *baseline, report) != kExitOk && rc == kExitOk) {
+    rc = kExitRegression;
+  }
   if (!req.json_out.empty()) {
     try {
       write_file_atomically(req.json_out, to_json(report).dump(2) + "\n");
@@ -262,7 +293,7 @@ std::string interrupt_name(int sig) {
 }  // namespace
 
 int cmd_run(const std::vector<std::string>& args) {
-  const ParsedArgs a = parse_args(args, {"--json", "--keep-logs"}, {"--quick"});
+  const ParsedArgs a = parse_args(args, {"--json", "--keep-logs", "--baseline", "--fail-on-regression"}, {"--quick"});
   if (a.help) {
     std::cout << kRunUsage;
     return kExitOk;
@@ -275,6 +306,15 @@ int cmd_run(const std::vector<std::string>& args) {
   } catch (const SpecError& e) {
     for (const auto& err : e.errors()) std::cerr << req.job_file << ": " << err.str() << "\n";
     return kExitUsage;
+  }
+  std::optional<Report> baseline;
+  if (!req.baseline_file.empty()) {
+    try {
+      baseline = load_report(req.baseline_file);  // before the runs: a bad file fails in a second
+    } catch (const std::exception& e) {
+      std::cerr << "trainbench run: --baseline " << e.what() << "\n";
+      return kExitUsage;
+    }
   }
   if (!req.json_out.empty()) {
     if (const std::string problem = check_writable(req.json_out); !problem.empty()) {
@@ -307,7 +347,7 @@ int cmd_run(const std::vector<std::string>& args) {
               << "; all ranks were stopped; no report written\n";
     return 128 + sweep.interrupted;
   }
-  return report_sweep(req, job, runs, sweep);
+  return report_sweep(req, job, runs, sweep, baseline);
 }
 
 }  // namespace trainbench::cli

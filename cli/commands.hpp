@@ -10,6 +10,9 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;       ///< could not work at all (worker missing, I/O error, internal)
 inline constexpr int kExitUsage = 2;       ///< bad command line, invalid job spec or report
 inline constexpr int kExitRunFailed = 3;   ///< one or more runs failed (the report marks them)
+/// diff --fail-on-regression / run --baseline: a row significantly slower than the baseline by
+/// more than the threshold (run: only when no run failed, which is 3).
+inline constexpr int kExitRegression = 4;
 // Interrupted by a signal: 128 + signal (130 SIGINT, 143 SIGTERM, 129 SIGHUP).
 
 extern const char* const kRunUsage;

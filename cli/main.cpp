@@ -16,10 +16,10 @@ constexpr const char* kUsage =
     "Distributed deep-learning training benchmarks: sec/iter percentiles, throughput, scaling.\n"
     "\n"
     "commands:\n"
-    "  run JOB.yaml [--json OUT.json] [--keep-logs DIR]\n"
+    "  run JOB.yaml [--json OUT.json] [--keep-logs DIR] [--baseline BASE.json]\n"
     "                 run every sweep entry of a BenchmarkJob locally and print the report\n"
-    "  diff BASE.json TEST.json\n"
-    "                 compare two JSON reports (p75/p95 sec/iter, ex/sec, % change)\n"
+    "  diff BASE.json TEST.json [--fail-on-regression PCT]\n"
+    "                 compare two JSON reports (p75/p95 sec/iter, ex/sec, % change, verdicts)\n"
     "  validate JOB.yaml...\n"
     "                 check BenchmarkJob files without running anything\n"
     "  crd [--output yaml|json]\n"
@@ -29,6 +29,7 @@ constexpr const char* kUsage =
     "  help [COMMAND] show this help or a command's\n"
     "\n"
     "exit codes: 0 ok, 1 error, 2 usage error or invalid input, 3 a run failed,\n"
+    "            4 significantly slower than the baseline (--fail-on-regression, --baseline),\n"
     "            130/143 interrupted by SIGINT/SIGTERM\n";
 
 const char* usage_of(const std::string& command) {

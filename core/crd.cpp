@@ -7,6 +7,7 @@
 
 #include "core/job_status.hpp"
 #include "core/spec.hpp"
+#include "core/text_cells.hpp"
 #include "core/yaml_json.hpp"
 
 namespace trainbench {
@@ -40,19 +41,11 @@ json int_t(const std::string& description, IntRange r, const std::optional<long 
   return j;
 }
 
-json positive_number(const std::string& description, const std::optional<double>& dflt = std::nullopt) {
+json positive_number(const std::string& description, const std::optional<double>& dflt = std::nullopt,
+                     const std::optional<long long>& max = std::nullopt) {
   json j = {{"type", "number"}, {"minimum", 0}, {"exclusiveMinimum", true}, {"description", description}};
   if (dflt) j["default"] = *dflt;
-  return j;
-}
-
-constexpr const char* kStragglerThresholdText =
-    "Ranks whose straggler score (fastest rank's compute per step / theirs) is below this are named stragglers.";
-
-/// A number in (0, 1].
-json fraction_t(const std::string& description, double dflt) {
-  json j = positive_number(description, dflt);
-  j["maximum"] = 1;
+  if (max) j["maximum"] = *max;
   return j;
 }
 
@@ -194,6 +187,21 @@ json allreduce_schema() {
   return j;
 }
 
+/// spec.benchmark's fields that judge the runs, not what they run (docs/report.md).
+json verdict_schema(const BenchmarkSpec& b) {
+  return {
+      {"efficiencyTarget", positive_number("Runs below this scaling efficiency are flagged (belowTarget), in (0, 1].",
+                                           b.efficiency_target, bounds::kMaxEfficiencyTarget)},
+      {"noiseThresholdPercent",
+       positive_number("A run whose repeats' p50 sec/iter differ by more than this % ((max - min) / median) is "
+                       "marked noisy.",
+                       b.noise_threshold_percent)},
+      {"stragglerThreshold",
+       positive_number("Ranks whose straggler score (fastest rank's compute per step / theirs) is below this are "
+                       "named stragglers, in (0, 1].",
+                       b.straggler_threshold, 1)}};
+}
+
 json benchmark_schema() {
   const BenchmarkSpec b;
   const MlpSpec m;
@@ -212,7 +220,7 @@ json benchmark_schema() {
                to_string(d.gradient_compression))},
        {"broadcastBuffers",
         bool_t("Broadcast BatchNorm buffers from rank 0 before each forward.", d.broadcast_buffers)}});
-  return object_t(
+  json schema = object_t(
       "What is trained and measured. Data is synthetic, made on the device once per run.",
       {{"model", enum_t(known_models(),
                         "The model; parameter counts equal the reference implementations' "
@@ -241,7 +249,6 @@ json benchmark_schema() {
          {"default", b.seed},
          {"description", "Seed of model initialisation and synthetic data."}}},
        {"learningRate", positive_number("Learning rate of the optimizer.", b.learning_rate)},
-       {"stragglerThreshold", fraction_t(kStragglerThresholdText, b.straggler_threshold)},
        {"threadsPerProcess", int_t("Intra-op threads per rank; 0: the node's cores / ranks per node.",
                                    bounds::kThreadsPerProcess, b.threads_per_process)},
        {"imageSize", int_t("Input height and width of the image models.", bounds::kImageSize, b.image_size)},
@@ -272,7 +279,8 @@ json benchmark_schema() {
                    int_t("Parameter-server processes; each owns a contiguous range of every table's rows (at most "
                          "hybridEmbedding.numEmbeddings).",
                          bounds::kParameterServers, b.hybrid_ps.parameter_servers)}})}});
-  // model: required unless every run is allreduce (spec's rule)
+  schema["properties"].update(verdict_schema(b));
+  return schema;  // model: required unless every run is allreduce (spec's rule)
 }
 
 json sweep_schema() {
@@ -341,6 +349,43 @@ json nccl_schema() {
                           bounded_string_t(kMaxEnvValueLength))}});
 }
 
+json baseline_schema() {
+  const BaselineSpec b;
+  json schema = object_t(
+      "What the operator compares the finished job's report with (the Regressed condition): exactly one of "
+      "benchmarkJob and configMap, in the job's namespace.",
+      {{"benchmarkJob",
+        {{"type", "string"},
+         {"maxLength", kMaxJobNameLength},
+         {"pattern", kJobNamePattern},
+         {"description", "An earlier BenchmarkJob: its status.report."}}},
+       {"configMap",
+        object_t("A ConfigMap holding a report (trainbench run --json) under a key.",
+                 {{"name",
+                   {{"type", "string"},
+                    {"maxLength", kMaxDnsSubdomainLength},
+                    {"pattern", kDnsSubdomainPattern},
+                    {"description", "The ConfigMap's name."}}},
+                  {"key",
+                   {{"type", "string"},
+                    {"maxLength", kMaxConfigMapKeyLength},
+                    {"pattern", kConfigMapKeyPattern},
+                    {"description", "The data key holding the report; unset: " + b.config_map_key + "."}}}},
+                 {"name"})},
+       {"regressionThresholdPercent",
+        {{"type", "number"},
+         {"minimum", bounds::kRegressionThresholdPercent.min},
+         {"maximum", bounds::kRegressionThresholdPercent.max},
+         {"description",
+          "Regressed when a row's p50 ex/sec is significantly lower by more than this (percent); "
+          "unset: " +
+              printf_str("%g", b.regression_threshold_percent) + "."}}}});
+  schema["x-kubernetes-validations"] = json::array({cel("has(self.benchmarkJob) != has(self.configMap)",
+                                                        "spec.baseline: must name exactly one of benchmarkJob and "
+                                                        "configMap")});
+  return schema;
+}
+
 json run_policy_schema() {
   const RunPolicy p;
   return object_t("How runs are bounded, restarted and cleaned up.",
@@ -369,7 +414,8 @@ json spec_schema() {
                                              bounds::kMasterPort, j.master_port)},
                         {"runPolicy", run_policy_schema()},
                         {"template", template_schema()},
-                        {"nccl", nccl_schema()}},
+                        {"nccl", nccl_schema()},
+                        {"baseline", baseline_schema()}},
                        {"benchmark", "sweep"});
   const BenchmarkSpec b;
   const SweepEntry e;
@@ -483,7 +529,16 @@ json status_schema() {
        {"startTime", date_time_t("When the operator started the job.")},
        {"completionTime", date_time_t("When the job ended.")},
        {"bestExamplesPerSec", {{"type", "number"}, {"description", "Highest examples/sec over finished runs."}}},
-       {"bestSpeedup", {{"type", "number"}, {"description", "Highest speedup over the one-device run."}}}});
+       {"bestSpeedup", {{"type", "number"}, {"description", "Highest speedup over the one-device run."}}},
+       {"lowestEfficiency",
+        {{"type", "number"},
+         {"description",
+          "Lowest scaling efficiency of the sweep (spec.benchmark.efficiencyTarget flags runs below it)."}}},
+       {"noisyRuns",
+        {{"type", "integer"},
+         {"format", "int32"},
+         {"minimum", 0},
+         {"description", "Runs whose repeats disagree beyond spec.benchmark.noiseThresholdPercent."}}}});
 }
 
 json printer_column(const std::string& name, const std::string& type, const std::string& path,
@@ -520,21 +575,24 @@ nlohmann::json benchmarkjob_schema() {
 }
 
 nlohmann::json benchmarkjob_crd() {
-  json version = {
-      {"name", kCrdVersion},
-      {"served", true},
-      {"storage", true},
-      {"schema", {{"openAPIV3Schema", benchmarkjob_schema()}}},
-      {"subresources", {{"status", json::object()}}},
-      {"additionalPrinterColumns",
-       json::array({printer_column("Phase", "string", ".status.phase", "Job phase"),
-                    printer_column("Runs", "string", ".status.progress", "Runs done / total"),
-                    printer_column("Best ex/s", "number", ".status.bestExamplesPerSec",
-                                   "Highest examples/sec over finished runs"),
-                    printer_column("Speedup", "number", ".status.bestSpeedup",
-                                   "Highest speedup over the one-device run"),
-                    printer_column("Model", "string", ".spec.benchmark.model", "Benchmarked model", 1),
-                    printer_column("Age", "date", ".metadata.creationTimestamp", "Time since creation")})}};
+  json version = {{"name", kCrdVersion},
+                  {"served", true},
+                  {"storage", true},
+                  {"schema", {{"openAPIV3Schema", benchmarkjob_schema()}}},
+                  {"subresources", {{"status", json::object()}}},
+                  {"additionalPrinterColumns",
+                   json::array({printer_column("Phase", "string", ".status.phase", "Job phase"),
+                                printer_column("Runs", "string", ".status.progress", "Runs done / total"),
+                                // "integer": the API server prints the number truncated (its tableconvertor)
+                                printer_column("Best ex/s", "integer", ".status.bestExamplesPerSec",
+                                               "Highest examples/sec over finished runs"),
+                                printer_column("Speedup", "number", ".status.bestSpeedup",
+                                               "Highest speedup over the one-device run"),
+                                printer_column("Lowest eff.", "number", ".status.lowestEfficiency",
+                                               "Lowest scaling efficiency of the sweep"),
+                                printer_column("Noisy", "integer", ".status.noisyRuns", "Runs marked noisy", 1),
+                                printer_column("Model", "string", ".spec.benchmark.model", "Benchmarked model", 1),
+                                printer_column("Age", "date", ".metadata.creationTimestamp", "Time since creation")})}};
   return {{"apiVersion", "apiextensions.k8s.io/v1"},
           {"kind", "CustomResourceDefinition"},
           {"metadata", {{"name", kCrdName}, {"labels", {{"app.kubernetes.io/name", "trainbench"}}}}},

@@ -105,6 +105,8 @@ json to_json(const BenchmarkJobStatus& s) {
   put(j, "completionTime", s.completion_time);
   put(j, "bestExamplesPerSec", s.best_examples_per_sec);
   put(j, "bestSpeedup", s.best_speedup);
+  put(j, "lowestEfficiency", s.lowest_efficiency);
+  put(j, "noisyRuns", s.noisy_runs);
   return j;
 }
 
@@ -188,6 +190,8 @@ BenchmarkJobStatus job_status_from_json(const json& j, const std::string& path) 
   s.completion_time = optional_field(j, "completionTime", path, jf::get_string);
   s.best_examples_per_sec = optional_field(j, "bestExamplesPerSec", path, jf::get_number);
   s.best_speedup = optional_field(j, "bestSpeedup", path, jf::get_number);
+  s.lowest_efficiency = optional_field(j, "lowestEfficiency", path, jf::get_number);
+  s.noisy_runs = optional_field(j, "noisyRuns", path, jf::get_int32);
   return s;
 }
 

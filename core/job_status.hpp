@@ -49,14 +49,16 @@ struct Spellings<RunPhase> {
                                                             {RunPhase::kFailed, "Failed"}}};
 };
 
-/// status.conditions[].type: the conditions the operator sets on a job.
-enum class ConditionType { kInvalid, kRunning, kSucceeded, kFailed };
+/// status.conditions[].type: the conditions the operator sets on a job. Regressed: the ended
+/// job compared with spec.baseline (docs/operator.md).
+enum class ConditionType { kInvalid, kRunning, kSucceeded, kFailed, kRegressed };
 template <>
 struct Spellings<ConditionType> {
-  static constexpr std::array<Spelling<ConditionType>, 4> table{{{ConditionType::kInvalid, "Invalid"},
+  static constexpr std::array<Spelling<ConditionType>, 5> table{{{ConditionType::kInvalid, "Invalid"},
                                                                  {ConditionType::kRunning, "Running"},
                                                                  {ConditionType::kSucceeded, "Succeeded"},
-                                                                 {ConditionType::kFailed, "Failed"}}};
+                                                                 {ConditionType::kFailed, "Failed"},
+                                                                 {ConditionType::kRegressed, "Regressed"}}};
 };
 
 /// status.conditions[].status.
@@ -106,6 +108,11 @@ struct BenchmarkJobStatus {
   std::optional<std::string> completion_time;  ///< RFC 3339
   std::optional<double> best_examples_per_sec;
   std::optional<double> best_speedup;  ///< set once the report has a baseline run
+  /// The sweep's lowest scaling efficiency (the Lowest eff. column; below
+  /// spec.benchmark.efficiencyTarget, a BelowTarget Event); set once a run has an efficiency.
+  std::optional<double> lowest_efficiency;
+  /// Runs whose noise verdict is noisy (core/noise.hpp); set with the report.
+  std::optional<int> noisy_runs;
 
   /// The condition of this type, or nullptr.
   const Condition* condition(ConditionType type) const;

@@ -115,10 +115,30 @@ RunReport summarize_run(const RunConfig& cfg, const RunResult& result) {
   // A pipeline's stages do different work by design (its bubble shows the imbalance): only
   // ranks doing the same work are scored against each other.
   if (!staged) run.stragglers = score_stragglers(run.ranks, cfg.straggler_threshold);
-  if (result.allreduce) summarize_allreduce_run(cfg, result, run);
+  if (result.allreduce) {
+    summarize_allreduce_run(cfg, result, run);
+  } else {
+    run.noise = measure_noise(cfg, result, run.repeats);
+  }
   if (has_parameter_servers(cfg.paradigm)) summarize_hybrid_ps_run(cfg, result, run);
   return run;
 }
+
+namespace {
+
+/// Each succeeded run against the job's targets: efficiency below efficiencyTarget, and the
+/// noise verdict of its repeats against noiseThresholdPercent.
+void judge_runs(Report& rep, const BenchmarkSpec& b) {
+  rep.efficiency_target = b.efficiency_target;
+  rep.noise_threshold_percent = b.noise_threshold_percent;
+  for (auto& r : rep.runs) {
+    r.below_target.reset();
+    if (r.efficiency) r.below_target = *r.efficiency < b.efficiency_target;
+    if (r.noise) judge_noise(*r.noise, b.noise_threshold_percent, static_cast<int>(r.repeats.size()), b.measure_steps);
+  }
+}
+
+}  // namespace
 
 Report assemble_report(const BenchmarkJob& job, std::vector<RunReport> runs, const EnvironmentInfo& environment) {
   Report rep;
@@ -159,6 +179,7 @@ Report assemble_report(const BenchmarkJob& job, std::vector<RunReport> runs, con
       r.efficiency = scaling_efficiency(*r.speedup, r.world_size);
     }
   }
+  judge_runs(rep, job.benchmark);
   return rep;
 }
 
@@ -244,6 +265,8 @@ nlohmann::json to_json(const RunReport& run) {
     j["repeats"] = reps;
     j["speedup"] = run.speedup ? nlohmann::json(*run.speedup) : nlohmann::json(nullptr);
     j["efficiency"] = run.efficiency ? nlohmann::json(*run.efficiency) : nlohmann::json(nullptr);
+    if (run.below_target) j["belowTarget"] = *run.below_target;
+    if (run.noise) j["noise"] = to_json(*run.noise);
     j["parameterCount"] = run.parameter_count;
     j["ddpBucketCount"] = run.ddp_bucket_count;
     j["maxPeakMemoryBytes"] = run.max_peak_memory_bytes;
@@ -273,21 +296,24 @@ nlohmann::json to_json(const RunReport& run) {
 nlohmann::json to_json(const Report& r) {
   nlohmann::json runs = nlohmann::json::array();
   for (const auto& run : r.runs) runs.push_back(to_json(run));
-  return {{"schemaVersion", r.schema_version},
-          {"kind", "BenchmarkReport"},
-          {"job", {{"name", r.job_name}, {"namespace", r.job_namespace}}},
-          {"benchmark",
-           {{"model", r.model},
-            {"batchSizePerDevice", r.batch_size_per_device},
-            {"precision", r.precision},
-            {"warmupSteps", r.warmup_steps},
-            {"measureSteps", r.measure_steps},
-            {"repeats", r.repeats},
-            {"bucketCapMB", r.bucket_cap_mb},
-            {"gradientCompression", r.gradient_compression}}},
-          {"environment", to_json(r.environment)},
-          {"baselineRun", r.baseline_run ? nlohmann::json(*r.baseline_run) : nlohmann::json(nullptr)},
-          {"runs", runs}};
+  nlohmann::json j = {{"schemaVersion", r.schema_version},
+                      {"kind", "BenchmarkReport"},
+                      {"job", {{"name", r.job_name}, {"namespace", r.job_namespace}}},
+                      {"benchmark",
+                       {{"model", r.model},
+                        {"batchSizePerDevice", r.batch_size_per_device},
+                        {"precision", r.precision},
+                        {"warmupSteps", r.warmup_steps},
+                        {"measureSteps", r.measure_steps},
+                        {"repeats", r.repeats},
+                        {"bucketCapMB", r.bucket_cap_mb},
+                        {"gradientCompression", r.gradient_compression}}},
+                      {"environment", to_json(r.environment)},
+                      {"baselineRun", r.baseline_run ? nlohmann::json(*r.baseline_run) : nlohmann::json(nullptr)},
+                      {"runs", runs}};
+  if (r.efficiency_target) j["benchmark"]["efficiencyTarget"] = *r.efficiency_target;
+  if (r.noise_threshold_percent) j["benchmark"]["noiseThresholdPercent"] = *r.noise_threshold_percent;
+  return j;
 }
 
 RunReport run_report_from_json(const nlohmann::json& rj, const std::string& p) {
@@ -311,6 +337,8 @@ RunReport run_report_from_json(const nlohmann::json& rj, const std::string& p) {
     }
     if (jf::has(rj, "speedup")) run.speedup = jf::get_number(rj, "speedup", p);
     if (jf::has(rj, "efficiency")) run.efficiency = jf::get_number(rj, "efficiency", p);
+    if (jf::has(rj, "belowTarget")) run.below_target = jf::get_bool(rj, "belowTarget", p);
+    if (jf::has(rj, "noise")) run.noise = noise_report_from_json(rj["noise"], p + ".noise");
     run.parameter_count = jf::get_int(rj, "parameterCount", p);
     run.ddp_bucket_count = jf::get_int32(rj, "ddpBucketCount", p);
     run.max_peak_memory_bytes = jf::get_int(rj, "maxPeakMemoryBytes", p);
@@ -365,6 +393,9 @@ Report report_from_json(const nlohmann::json& j) {
   r.repeats = jf::get_int32(b, "repeats", "benchmark");
   r.bucket_cap_mb = jf::get_number(b, "bucketCapMB", "benchmark");
   r.gradient_compression = jf::get_string(b, "gradientCompression", "benchmark");
+  if (jf::has(b, "efficiencyTarget")) r.efficiency_target = jf::get_number(b, "efficiencyTarget", "benchmark");
+  if (jf::has(b, "noiseThresholdPercent"))
+    r.noise_threshold_percent = jf::get_number(b, "noiseThresholdPercent", "benchmark");
   r.environment = environment_from_json(jf::get_object(j, "environment", ""));
   if (jf::has(j, "baselineRun")) r.baseline_run = jf::get_int32(j, "baselineRun", "");
   const auto& runs = jf::get_array(j, "runs", "");

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/noise.hpp"
 #include "core/run_config.hpp"
 #include "core/run_result.hpp"
 #include "core/spec.hpp"
@@ -94,6 +95,11 @@ struct RunReport {
   std::vector<Percentiles> repeats; ///< all-rank sec/iter of each repeat
   std::optional<double> speedup;    ///< p50 throughput / baseline p50 throughput
   std::optional<double> efficiency; ///< speedup / world_size
+  /// efficiency < the report's efficiency_target; set with efficiency ("belowTarget").
+  std::optional<bool> below_target;
+  /// How much the run's timings moved and the verdict (core/noise.hpp); absent for failed and
+  /// all-reduce runs and in reports written before it existed.
+  std::optional<NoiseReport> noise;
   std::int64_t parameter_count = 0;
   int ddp_bucket_count = 0;
   std::int64_t max_peak_memory_bytes = 0;
@@ -130,6 +136,10 @@ struct Report {
   double bucket_cap_mb = 0;
   std::string gradient_compression;
   EnvironmentInfo environment;
+  /// spec.benchmark.efficiencyTarget and noiseThresholdPercent the runs were judged against
+  /// (absent in older reports).
+  std::optional<double> efficiency_target;
+  std::optional<double> noise_threshold_percent;
   std::optional<int> baseline_run;  ///< index of the run speedup is measured against
   std::vector<RunReport> runs;
 };
@@ -147,7 +157,8 @@ Report build_report(const BenchmarkJob& job, const std::vector<RunConfig>& runs,
 /// operator's master pod) and assemble the report elsewhere:
 /// summarize_run turns one run's raw result into its RunReport (no speedup yet; throws
 /// std::runtime_error on an inconsistent result); failed_run makes the RunReport of a run that
-/// failed; assemble_report picks the baseline and fills speedup and efficiency.
+/// failed; assemble_report picks the baseline, fills speedup and efficiency, and judges each run
+/// against spec.benchmark.efficiencyTarget (below_target) and noiseThresholdPercent (noise).
 RunReport summarize_run(const RunConfig& run, const RunResult& result);
 RunReport failed_run(const RunConfig& run, const std::string& error);
 Report assemble_report(const BenchmarkJob& job, std::vector<RunReport> runs, const EnvironmentInfo& environment);

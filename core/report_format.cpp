@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <functional>
-#include <map>
 #include <sstream>
 
 #include "core/allreduce_run.hpp"
+#include "core/compare.hpp"
 #include "core/hybrid_ps_report.hpp"
+#include "core/report_notes.hpp"
 #include "core/straggler.hpp"
 #include "core/text_cells.hpp"
 
@@ -160,6 +161,7 @@ void environment_header(std::ostringstream& os, const EnvironmentInfo& e) {
   if (!e.device_name.empty()) os << " (" << e.device_name << ")";
   os << "\n";
   os << "* Threads per process: " << e.threads_per_process << "\n";
+  if (e.cpu_cores) os << "* CPU cores usable: " << *e.cpu_cores << "\n";
   os << "* BLAS: " << (e.blas.empty() ? "unknown" : e.blas) << "\n";
   if (!e.hostname.empty()) os << "* Host: " << e.hostname << "\n";
   os << "\n";
@@ -181,8 +183,10 @@ std::string allreduce_only_body(const Report& report) {
   return os.str() + format_allreduce_runs(report);
 }
 
-/// One row per run: p50/p75/p90/p95 sec/iter and ex/sec, speedup and efficiency.
-void throughput_table(std::ostringstream& os, const std::vector<const RunReport*>& runs, std::size_t w) {
+/// One row per run: p50/p75/p90/p95 sec/iter and ex/sec, speedup and efficiency, then the
+/// run's marks (noisy, below target: core/report_notes.hpp).
+void throughput_table(std::ostringstream& os, const std::vector<const RunReport*>& runs, std::size_t w,
+                      const ReportNotes& notes) {
   const std::string cell_head = std::string(6, ' ') + pad_left("sec/iter", 10) + pad_left("ex/sec", 11);
   os << pad_right("", w) << cell_head << cell_head << cell_head << cell_head << pad_left("speedup", 10)
      << pad_left("efficiency", 12) << "\n";
@@ -204,7 +208,8 @@ void throughput_table(std::ostringstream& os, const std::vector<const RunReport*
       os << "  " << names[i] << pad_left(fmt_sec(sec[i]), 10) << pad_left(fmt_rate(ex[i]), 11);
     }
     os << pad_left(r->speedup ? printf_str("%.2fx", *r->speedup) : "-", 10)
-       << pad_left(r->efficiency ? printf_str("%.1f%%", *r->efficiency * 100.0) : "-", 12) << "\n";
+       << pad_left(r->efficiency ? printf_str("%.1f%%", *r->efficiency * 100.0) : "-", 12) << notes.marks(r->index)
+       << "\n";
     if (r->stragglers && r->stragglers->count > 0) {
       os << pad_left("", w) << "  " << straggler_line(*r->stragglers, kStragglersNamedInText) << "\n";
     }
@@ -284,35 +289,20 @@ void settings_table(std::ostringstream& os, const std::vector<SettingRow>& rows)
   }
 }
 
-/// A configuration of the diff: its run in the baseline and in the test (nullptr where missing).
-using RunPair = std::pair<const RunReport*, const RunReport*>;
-
-/// Configurations in baseline order, then those only in test, matched by row name.
-std::vector<RunPair> paired_runs(const Report& base, const Report& test) {
-  std::vector<RunPair> pairs;
-  std::map<std::string, const RunReport*> test_by_name;
-  for (const auto& r : test.runs) test_by_name.emplace(row_name(r), &r);
-  std::vector<std::string> seen;
-  for (const auto& r : base.runs) {
-    auto it = test_by_name.find(row_name(r));
-    pairs.emplace_back(&r, it == test_by_name.end() ? nullptr : it->second);
-    seen.push_back(row_name(r));
-  }
-  for (const auto& r : test.runs) {
-    if (std::find(seen.begin(), seen.end(), row_name(r)) == seen.end()) pairs.emplace_back(nullptr, &r);
-  }
-  return pairs;
+/// The significance cells of a row: the change of p50 ex/sec with its confidence interval and
+/// the verdict with its p-value and sample counts (core/compare.hpp).
+std::string verdict_cells(const RowComparison& r) {
+  if (!r.verdict) return "";
+  return "  " + pad_left(r.change ? format_change(*r.change) : "-", 26) + "  " + verdict_text(r);
 }
 
 /// The rest of one configuration's diff row (after its name): the test's p75 and p95 with the
-/// change of ex/sec, or why there is nothing to compare.
-void diff_cells(std::ostringstream& os, const RunReport* b, const RunReport* t) {
-  if (!b) {
-    os << "  only in test\n";
-    return;
-  }
-  if (!t) {
-    os << "  only in baseline\n";
+/// change of ex/sec, the significance cells, or why there is nothing to compare.
+void diff_cells(std::ostringstream& os, const RowComparison& row) {
+  const RunReport* b = row.base;
+  const RunReport* t = row.test;
+  if (!b || !t) {
+    os << (b ? "  only in baseline\n" : "  only in test\n");
     return;
   }
   if (b->phase != "Succeeded" || t->phase != "Succeeded") {
@@ -330,19 +320,29 @@ void diff_cells(std::ostringstream& os, const RunReport* b, const RunReport* t) 
     return std::string("  ") + name + pad_left(fmt_sec(sec), 10) + pad_left(fmt_rate(ex), 11) + pad_left(d, 9);
   };
   os << cell("p75:", t->sec_per_iter.p75, t->examples_per_sec.p75, b->examples_per_sec.p75)
-     << cell("p95:", t->sec_per_iter.p95, t->examples_per_sec.p95, b->examples_per_sec.p95) << "\n";
+     << cell("p95:", t->sec_per_iter.p95, t->examples_per_sec.p95, b->examples_per_sec.p95) << verdict_cells(row)
+     << "\n";
 }
 
-void diff_table(std::ostringstream& os, const std::vector<RunPair>& pairs) {
+void diff_table(std::ostringstream& os, const Comparison& c) {
   std::size_t w = 0;
-  for (const auto& p : pairs) w = std::max(w, row_name(p.first ? *p.first : *p.second).size());
+  for (const auto& r : c.rows) w = std::max(w, r.name.size() + 1);
   const std::string cell_head =
       std::string(6, ' ') + pad_left("sec/iter", 10) + pad_left("ex/sec", 11) + pad_left("diff", 9);
-  os << pad_right("", w) << cell_head << cell_head << "\n";
-  for (const auto& [b, t] : pairs) {
-    os << pad_left(row_name(b ? *b : *t), w);
-    diff_cells(os, b, t);
+  os << pad_right("", w) << cell_head << cell_head << "  " << pad_left("p50 ex/sec change [95% CI]", 26)
+     << "  verdict\n";
+  for (const auto& r : c.rows) {
+    os << pad_left(r.name + ":", w);
+    diff_cells(os, r);
   }
+}
+
+/// What the verdicts mean: the test, its level and the samples.
+void significance_legend(std::ostringstream& os, const Comparison& c) {
+  os << "p50 ex/sec change: Welch's t-test on log(p50 sec/iter) of each repeat, "
+     << printf_str("%.0f", (1 - c.alpha) * 100) << "% confidence interval;\nfaster / slower: significant at alpha "
+     << printf_str("%.2f", c.alpha) << "; ~: no significant change; cannot tell: fewer than " << kMinRepeatsToCompare
+     << " repeats on a side;\nn=B+T: repeats of the baseline + the test (docs/report.md, \"Significance\")\n";
 }
 
 }  // namespace
@@ -358,8 +358,10 @@ std::string format_report(const Report& report) {
   std::vector<const RunReport*> runs;
   for (const auto& r : report.runs) runs.push_back(&r);
   const std::size_t w = name_width(runs);
-  throughput_table(os, runs, w);
+  const ReportNotes notes(report);
+  throughput_table(os, runs, w, notes);
   speedup_note(os, report);
+  os << notes.text();
   loss_block(os, runs, w);
   paradigm_table(os, runs);
   per_rank_block(os, runs, w);
@@ -377,8 +379,10 @@ std::string format_diff(const Report& base, const Report& test) {
     os << "(test: " << test.model << " with batch size " << test.batch_size_per_device << ")\n";
   }
   os << "\n";
-  diff_table(os, paired_runs(base, test));
+  const Comparison comparison = compare_reports(base, test);
+  diff_table(os, comparison);
   os << "\nsec/iter and ex/sec are the test's; diff is the change of ex/sec from baseline to test\n";
+  significance_legend(os, comparison);
   os << format_allreduce_diffs(base, test);
   return os.str();
 }

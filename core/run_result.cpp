@@ -9,13 +9,19 @@ namespace trainbench {
 namespace jf = json_fields;
 
 nlohmann::json to_json(const EnvironmentInfo& e) {
-  return {
-      {"trainbenchVersion", e.trainbench_version}, {"libtorchVersion", e.libtorch_version},
-      {"cudaVersion", e.cuda_version},             {"backend", e.backend},
-      {"device", e.device},                        {"deviceName", e.device_name},
-      {"blas", e.blas},                            {"hostname", e.hostname},
+  nlohmann::json j = {
+      {"trainbenchVersion", e.trainbench_version},
+      {"libtorchVersion", e.libtorch_version},
+      {"cudaVersion", e.cuda_version},
+      {"backend", e.backend},
+      {"device", e.device},
+      {"deviceName", e.device_name},
+      {"blas", e.blas},
+      {"hostname", e.hostname},
       {"threadsPerProcess", e.threads_per_process},
   };
+  if (e.cpu_cores) j["cpuCores"] = *e.cpu_cores;
+  return j;
 }
 
 EnvironmentInfo environment_from_json(const nlohmann::json& j) {
@@ -31,6 +37,7 @@ EnvironmentInfo environment_from_json(const nlohmann::json& j) {
   e.blas = jf::get_string(j, "blas", p);
   e.hostname = jf::get_string(j, "hostname", p);
   e.threads_per_process = jf::get_int32(j, "threadsPerProcess", p);
+  if (jf::has(j, "cpuCores")) e.cpu_cores = jf::get_int32(j, "cpuCores", p);
   return e;
 }
 

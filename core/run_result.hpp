@@ -22,6 +22,9 @@ struct EnvironmentInfo {
   std::string blas;           ///< the BLAS library actually loaded (path)
   std::string hostname;
   int threads_per_process = 1;
+  /// CPUs this process may run on: its affinity mask, capped by a cgroup CPU quota (a pod's
+  /// CPU limit). "cpuCores"; absent in results of older workers.
+  std::optional<int> cpu_cores;
 };
 
 /// One rank's measurements. step_seconds[r][s] = duration of measured step s in repeat r.

@@ -104,6 +104,9 @@ struct BenchmarkSpec {
   /// A rank whose straggler score (fastest rank's compute / its compute) is below this is named
   /// a straggler in the report, status and an Event. In (0, 1].
   double straggler_threshold = 0.7;
+  double efficiency_target = 0.8;    ///< runs below this scaling efficiency are flagged, in (0, 1]
+  /// a run whose repeats' p50 sec/iter spread ((max - min) / median) exceeds this % is noisy
+  double noise_threshold_percent = 10;
 };
 
 /// One cluster shape of the sweep; optional fields override spec.benchmark.
@@ -150,6 +153,19 @@ struct NcclSpec {
   std::map<std::string, std::string> extra_env;  ///< more variables, e.g. NCCL_P2P_DISABLE
 };
 
+/// The default of spec.baseline.regressionThresholdPercent, and of `trainbench run --baseline`.
+inline constexpr double kDefaultRegressionThresholdPercent = 5;
+
+/// spec.baseline: the report the operator compares this job's with when it ends (the Regressed
+/// condition, docs/operator.md). Exactly one of benchmarkJob and configMap, in the job's namespace.
+struct BaselineSpec {
+  std::string benchmark_job;              ///< an earlier BenchmarkJob: its status.report
+  std::string config_map;                 ///< or a ConfigMap ...
+  std::string config_map_key = "report";  ///< ... whose key holds a report (`trainbench run --json`)
+  /// Regressed when a row's p50 ex/sec is significantly lower by more than this (percent).
+  double regression_threshold_percent = kDefaultRegressionThresholdPercent;
+};
+
 struct ObjectMeta {
   std::string name;
   std::string namespace_ = "default";
@@ -169,6 +185,7 @@ struct BenchmarkJob {
   int master_port = 29500;           ///< MASTER_PORT of every run (the rendezvous TCPStore)
   PodTemplate pod_template;          ///< spec.template
   NcclSpec nccl;
+  std::optional<BaselineSpec> baseline;  ///< spec.baseline
 };
 
 /// Parses one YAML (or JSON) document into a BenchmarkJob, applies defaults and validates it.

@@ -49,15 +49,10 @@ FieldBound at_least(const std::string& path, long long min) {
   f.minimum = min;
   return f;
 }
-FieldBound positive(const std::string& path) {
+FieldBound positive(const std::string& path, std::optional<long long> max = std::nullopt) {
   FieldBound f = at_least(path, 0);
   f.exclusive_minimum = true;
-  return f;
-}
-/// In (0, 1].
-FieldBound fraction(const std::string& path) {
-  FieldBound f = positive(path);
-  f.maximum = 1;
+  f.maximum = max;
   return f;
 }
 FieldBound length(const std::string& path, long long max_length) {
@@ -93,7 +88,9 @@ void benchmark_bounds(std::vector<FieldBound>& t) {
                      range(b + "repeats", kRepeats),
                      at_least(b + "seed", kSeed.min),
                      positive(b + "learningRate"),
-                     fraction(b + "stragglerThreshold"),
+                     positive(b + "stragglerThreshold", 1),
+                     positive(b + "efficiencyTarget", kMaxEfficiencyTarget),
+                     positive(b + "noiseThresholdPercent"),
                      range(b + "threadsPerProcess", kThreadsPerProcess),
                      range(b + "imageSize", kImageSize),
                      range(b + "mlp.inputSize", kInputSize),
@@ -132,7 +129,11 @@ void cluster_bounds(std::vector<FieldBound>& t) {
                      range("spec.runPolicy.collectiveTimeoutSeconds", kCollectiveTimeoutSeconds),
                      range("spec.runPolicy.backoffLimit", kBackoffLimit),
                      range("spec.runPolicy.schedulingTimeoutSeconds", kSchedulingTimeoutSeconds),
-                     one_of("spec.runPolicy.cleanPodPolicy", known_clean_pod_policies())});
+                     one_of("spec.runPolicy.cleanPodPolicy", known_clean_pod_policies()),
+                     length("spec.baseline.benchmarkJob", kMaxJobNameLength),
+                     length("spec.baseline.configMap.name", kMaxDnsSubdomainLength),
+                     length("spec.baseline.configMap.key", kMaxConfigMapKeyLength),
+                     range("spec.baseline.regressionThresholdPercent", kRegressionThresholdPercent)});
 }
 
 void template_bounds(std::vector<FieldBound>& t) {

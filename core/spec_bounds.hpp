@@ -45,6 +45,7 @@ inline constexpr int kMaxAnnotationValueLength = 4096;    ///< metadata and temp
 inline constexpr int kMaxEnvValueLength = 4096;           ///< spec.nccl.extraEnv values
 inline constexpr int kMaxEnvNameLength = 128;             ///< spec.nccl.extraEnv names
 inline constexpr int kMaxSocketIfnameLength = 256;        ///< spec.nccl.socketIfname
+inline constexpr int kMaxConfigMapKeyLength = 253;        ///< spec.baseline.configMap.key (a ConfigMap data key)
 inline constexpr int kMaxMapEntries = 64;                 ///< labels, annotations, nodeSelector, extraEnv, resources
 inline constexpr int kMaxPodListItems = 64;               ///< tolerations, volumes, volumeMounts, env
 inline constexpr int kMaxLayerListItems = 64;             ///< mlp.hiddenSizes, hybridEmbedding.denseSizes
@@ -62,6 +63,8 @@ inline constexpr const char* kLabelValuePattern = "^(([A-Za-z0-9][-A-Za-z0-9_.]*
 /// A ServiceAccount name: an RFC 1123 subdomain.
 inline constexpr const char* kDnsSubdomainPattern =
     "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+/// A ConfigMap data key (spec.baseline.configMap.key).
+inline constexpr const char* kConfigMapKeyPattern = "^[-._a-zA-Z0-9]+$";
 /// An environment variable name in spec.nccl.extraEnv (a C identifier).
 inline constexpr const char* kEnvNamePattern = "^[A-Za-z_][A-Za-z0-9_]*$";
 
@@ -91,6 +94,7 @@ inline constexpr IntRange kTransformerSize{0};  ///< transformer.*: 0 keeps the 
 inline constexpr IntRange kMlstmSize{1};        ///< mlstm.hiddenSize, embeddingSize
 inline constexpr IntRange kEmbeddingSize{1};    ///< hybridEmbedding numTables, numEmbeddings, embeddingDim, bagSize
 inline constexpr IntRange kParameterServers{kMinParameterServers, kMaxParameterServers};  ///< hybridPs, sweep entries
+inline constexpr long long kMaxEfficiencyTarget = 1;  ///< efficiencyTarget in (0, 1]
 // spec.sweep[]
 inline constexpr IntRange kNodes{1};
 inline constexpr IntRange kDevicesPerNode{1};
@@ -99,6 +103,8 @@ inline constexpr IntRange kActiveDeadlineSeconds{0};  ///< 0: no deadline
 inline constexpr IntRange kCollectiveTimeoutSeconds{1};
 inline constexpr IntRange kBackoffLimit{0};
 inline constexpr IntRange kSchedulingTimeoutSeconds{1};
+// spec.baseline
+inline constexpr IntRange kRegressionThresholdPercent{0, 100};
 // spec.template.resources: integer quantities are never negative
 inline constexpr long long kMinQuantity = 0;
 // spec

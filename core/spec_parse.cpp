@@ -421,7 +421,9 @@ void read_benchmark(Reader& r, const YAML::Node& n, BenchmarkSpec& b) {
                  "hybridEmbedding",
                  "allreduce",
                  "hybridPs",
-                 "stragglerThreshold"}))
+                 "stragglerThreshold",
+                 "efficiencyTarget",
+                 "noiseThresholdPercent"}))
     return;
   r.read_string(n, "model", path, b.model);
   r.read_enum(n, "paradigm", path, b.paradigm);
@@ -440,6 +442,8 @@ void read_benchmark(Reader& r, const YAML::Node& n, BenchmarkSpec& b) {
   }
   r.read_double(n, "learningRate", path, b.learning_rate);
   r.read_double(n, "stragglerThreshold", path, b.straggler_threshold);
+  r.read_double(n, "efficiencyTarget", path, b.efficiency_target);
+  r.read_double(n, "noiseThresholdPercent", path, b.noise_threshold_percent);
   r.read_int(n, "threadsPerProcess", path, b.threads_per_process);
   r.read_int(n, "imageSize", path, b.image_size);
   if (n["mlp"].IsDefined() && !n["mlp"].IsNull()) read_mlp(r, n["mlp"], path + ".mlp", b.mlp);
@@ -531,6 +535,19 @@ void read_nccl(Reader& r, const YAML::Node& n, NcclSpec& c) {
   r.read_string_map(n, "extraEnv", path, c.extra_env, kMaxEnvValueLength);
 }
 
+void read_baseline(Reader& r, const YAML::Node& n, BaselineSpec& b) {
+  const std::string path = "spec.baseline";
+  if (!r.object(n, path, {"benchmarkJob", "configMap", "regressionThresholdPercent"})) return;
+  r.read_string(n, "benchmarkJob", path, b.benchmark_job, kMaxJobNameLength);
+  const YAML::Node cm = n["configMap"];
+  if (cm.IsDefined() && !cm.IsNull() && r.object(cm, path + ".configMap", {"name", "key"})) {
+    r.read_string(cm, "name", path + ".configMap", b.config_map, kMaxDnsSubdomainLength);
+    r.read_string(cm, "key", path + ".configMap", b.config_map_key, kMaxConfigMapKeyLength);
+    if (b.config_map.empty()) r.error(path + ".configMap.name", "is required");
+  }
+  r.read_double(n, "regressionThresholdPercent", path, b.regression_threshold_percent);
+}
+
 void read_document(Reader& r, const YAML::Node& doc, BenchmarkJob& job) {
   if (!r.object(doc, "", {"apiVersion", "kind", "metadata", "spec", "status"})) return;
   if (!doc["apiVersion"].IsDefined()) {
@@ -550,7 +567,7 @@ void read_document(Reader& r, const YAML::Node& doc, BenchmarkJob& job) {
     return;
   }
   if (!r.object(spec, "spec",
-                {"benchmark", "sweep", "device", "backend", "runPolicy", "masterPort", "template", "nccl"}))
+                {"benchmark", "sweep", "device", "backend", "runPolicy", "masterPort", "template", "nccl", "baseline"}))
     return;
   if (spec["benchmark"].IsDefined() && !spec["benchmark"].IsNull()) read_benchmark(r, spec["benchmark"], job.benchmark);
   if (spec["sweep"].IsDefined() && !spec["sweep"].IsNull()) read_sweep(r, spec["sweep"], job.sweep);
@@ -561,6 +578,8 @@ void read_document(Reader& r, const YAML::Node& doc, BenchmarkJob& job) {
   r.read_int(spec, "masterPort", "spec", job.master_port);
   if (spec["template"].IsDefined() && !spec["template"].IsNull()) read_template(r, spec["template"], job.pod_template);
   if (spec["nccl"].IsDefined() && !spec["nccl"].IsNull()) read_nccl(r, spec["nccl"], job.nccl);
+  if (spec["baseline"].IsDefined() && !spec["baseline"].IsNull())
+    read_baseline(r, spec["baseline"], job.baseline.emplace());
 }
 
 FieldError document_too_large(std::size_t bytes) {

@@ -21,6 +21,8 @@ json benchmark_json(const BenchmarkSpec& b) {
       {"seed", b.seed},
       {"learningRate", b.learning_rate},
       {"stragglerThreshold", b.straggler_threshold},
+      {"efficiencyTarget", b.efficiency_target},
+      {"noiseThresholdPercent", b.noise_threshold_percent},
       {"threadsPerProcess", b.threads_per_process},
       {"imageSize", b.image_size},
       {"mlp",
@@ -103,6 +105,12 @@ nlohmann::json to_json(const BenchmarkJob& job) {
   if (job.backend) spec["backend"] = to_string(*job.backend);
   const json nccl = nccl_json(job.nccl);
   if (!nccl.empty()) spec["nccl"] = nccl;
+  if (const auto& b = job.baseline) {
+    json bj = {{"regressionThresholdPercent", b->regression_threshold_percent}};
+    if (!b->benchmark_job.empty()) bj["benchmarkJob"] = b->benchmark_job;
+    if (!b->config_map.empty()) bj["configMap"] = {{"name", b->config_map}, {"key", b->config_map_key}};
+    spec["baseline"] = bj;
+  }
   return {{"apiVersion", job.api_version}, {"kind", job.kind}, {"metadata", metadata}, {"spec", spec}};
 }
 

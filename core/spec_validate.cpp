@@ -338,6 +338,11 @@ void check_benchmark(Checker& c, const BenchmarkJob& job) {
   c.in_range(bp + ".repeats", b.repeats, kRepeats);
   c.positive(bp + ".learningRate", b.learning_rate);
   c.fraction(bp + ".stragglerThreshold", b.straggler_threshold);
+  c.positive(bp + ".efficiencyTarget", b.efficiency_target);
+  if (b.efficiency_target > static_cast<double>(kMaxEfficiencyTarget)) {
+    c.add(bp + ".efficiencyTarget", "must be <= 1 (a scaling efficiency), got " + fmt_number(b.efficiency_target));
+  }
+  c.positive(bp + ".noiseThresholdPercent", b.noise_threshold_percent);
   c.in_range(bp + ".threadsPerProcess", b.threads_per_process, kThreadsPerProcess);
   c.in_range(bp + ".imageSize", b.image_size, kImageSize);
   c.in_range(bp + ".mlp.inputSize", b.mlp.input_size, kInputSize);
@@ -370,6 +375,36 @@ void check_cluster(Checker& c, const BenchmarkJob& job) {
   c.in_range("spec.runPolicy.backoffLimit", rp.backoff_limit, kBackoffLimit);
   c.in_range("spec.runPolicy.schedulingTimeoutSeconds", rp.scheduling_timeout_seconds, kSchedulingTimeoutSeconds);
   c.in_range("spec.masterPort", job.master_port, kMasterPort);
+}
+
+/// spec.baseline: exactly one of benchmarkJob (not this job) and configMap, well-formed names,
+/// a threshold in percent.
+void check_baseline(Checker& c, const BenchmarkJob& job) {
+  if (!job.baseline) return;
+  const BaselineSpec& b = *job.baseline;
+  const std::string p = "spec.baseline";
+  if (b.benchmark_job.empty() == b.config_map.empty()) {
+    c.add(p, "must name exactly one of benchmarkJob and configMap, got " +
+                 std::string(b.benchmark_job.empty() ? "neither" : "both"));
+  }
+  if (!b.benchmark_job.empty() && !matches(b.benchmark_job, kJobNamePattern, kMaxJobNameLength)) {
+    c.add(p + ".benchmarkJob", "must be a BenchmarkJob's name, got " + quote(b.benchmark_job));
+  } else if (!b.benchmark_job.empty() && b.benchmark_job == job.metadata.name) {
+    c.add(p + ".benchmarkJob", "must name an earlier job, not this one (" + quote(b.benchmark_job) + ")");
+  }
+  if (!b.config_map.empty() && !matches(b.config_map, kDnsSubdomainPattern, kMaxDnsSubdomainLength)) {
+    c.add(p + ".configMap.name", "must be a ConfigMap's name (an RFC 1123 subdomain), got " + quote(b.config_map));
+  }
+  if (!b.config_map.empty() && !matches(b.config_map_key, kConfigMapKeyPattern, kMaxConfigMapKeyLength)) {
+    c.add(p + ".configMap.key",
+          "must be a ConfigMap key (alphanumerics, '-', '_', '.'), got " + quote(b.config_map_key));
+  }
+  const IntRange r = bounds::kRegressionThresholdPercent;
+  const double t = b.regression_threshold_percent;
+  if (!(t >= static_cast<double>(r.min) && t <= static_cast<double>(r.max))) {
+    c.add(p + ".regressionThresholdPercent",
+          "must be between " + std::to_string(r.min) + " and " + std::to_string(r.max) + ", got " + fmt_number(t));
+  }
 }
 
 /// spec.sweep[i] (path `p`): its shape, then what its paradigm asks of it and of spec.benchmark.
@@ -419,6 +454,7 @@ std::vector<FieldError> validate(const BenchmarkJob& job) {
   check_cluster(c, job);
   check_template(c, job.pod_template);
   check_nccl(c, job.nccl);
+  check_baseline(c, job);
   check_label_map(c, "metadata.labels", job.metadata.labels, true);
   check_label_map(c, "metadata.annotations", job.metadata.annotations, false);
   check_sweep(c, job);

@@ -46,7 +46,7 @@ for tool in buildah mmdebstrap; do
   command -v "$tool" >/dev/null || { echo "images.sh: $tool not found: run scripts/install-deps.sh" >&2; exit 1; }
 done
 
-VERSION=$(sed -n 's/^project(trainbench VERSION \([0-9][0-9.]*\).*/\1/p' CMakeLists.txt)
+VERSION=$(bash scripts/version.sh)
 CACHE=${TRAINBENCH_IMAGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/trainbench/images}
 MAX_AGE_DAYS=${TRAINBENCH_BASE_MAX_AGE_DAYS:-7}
 BASE=localhost/trainbench-base

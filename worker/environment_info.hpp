@@ -24,6 +24,7 @@ inline EnvironmentInfo environment_info(const RunConfig& c, const torch::Device&
   e.blas = loaded_blas_library();
   e.hostname = host_name();
   e.threads_per_process = c.threads_per_process;
+  e.cpu_cores = usable_cpu_count();
   return e;
 }
 

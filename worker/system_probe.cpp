@@ -5,13 +5,17 @@
 #include <limits>
 
 #include <link.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <vector>
 
 namespace trainbench::worker {
@@ -76,6 +80,36 @@ std::string host_name() {
   std::array<char, 256> buf{};
   if (gethostname(buf.data(), buf.size() - 1) != 0) return "unknown";
   return std::string(buf.data());
+}
+
+namespace {
+
+/// The cgroup's CPU quota in CPUs, rounded up; nullopt when unlimited or unreadable.
+std::optional<int> cgroup_cpu_limit() {
+  double quota = -1, period = 0;
+  std::ifstream v2("/sys/fs/cgroup/cpu.max");  // "max 100000" or "200000 100000"
+  std::string q;
+  if (v2 >> q >> period) {
+    if (q == "max") return std::nullopt;
+    quota = std::atof(q.c_str());
+  } else {
+    std::ifstream qf("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"), pf("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
+    if (!(qf >> quota) || !(pf >> period)) return std::nullopt;
+  }
+  if (!(quota > 0) || !(period > 0)) return std::nullopt;
+  return std::max(1, static_cast<int>(std::ceil(quota / period)));
+}
+
+}  // namespace
+
+int usable_cpu_count() {
+  int cpus = 0;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = CPU_COUNT(&set);
+  if (cpus <= 0) cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  if (const auto limit = cgroup_cpu_limit()) cpus = cpus > 0 ? std::min(cpus, *limit) : *limit;
+  return std::max(1, cpus);
 }
 
 bool retain_freed_memory() {

@@ -26,4 +26,9 @@ bool retain_freed_memory();
 /// gethostname(), "unknown" on failure.
 std::string host_name();
 
+/// CPUs this process may run on: its affinity mask (sched_getaffinity), capped by the cgroup's
+/// CPU quota rounded up (cgroup v2 cpu.max, v1 cpu.cfs_quota_us / cpu.cfs_period_us: a pod's CPU
+/// limit, which the affinity mask does not show). At least 1.
+int usable_cpu_count();
+
 }  // namespace trainbench::worker

@@ -1,6 +1,7 @@
 #include "operator/controller/reconciler.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <map>
@@ -10,6 +11,7 @@
 #include "core/job_status.hpp"
 #include "core/rank_summary.hpp"
 #include "core/report.hpp"
+#include "core/report_notes.hpp"
 #include "core/run_config.hpp"
 #include "core/spec.hpp"
 #include "core/straggler.hpp"
@@ -201,6 +203,7 @@ class Reconcile {
     status_.set_condition(condition(ConditionType::kRunning, false, reason, message, now_, generation_));
     status_.set_condition(condition(ConditionType::kFailed, true, reason, message, now_, generation_));
     emit("Warning", "JobFailed", message, "");
+    emit_verdicts();
     clean_up_finished_job();
   }
 
@@ -211,7 +214,22 @@ class Reconcile {
     status_.set_condition(condition(ConditionType::kRunning, false, "JobSucceeded", msg, now_, generation_));
     status_.set_condition(condition(ConditionType::kSucceeded, true, "JobSucceeded", msg, now_, generation_));
     emit("Normal", "JobSucceeded", msg, "");
+    emit_verdicts();
     clean_up_finished_job();
+  }
+
+  /// A finished job's runs below spec.benchmark.efficiencyTarget, and its noisy runs: one
+  /// Warning Event each (BelowTarget, Noisy), as a job that ends is decided once.
+  void emit_verdicts() {
+    if (!status_.report) return;
+    constexpr std::size_t kMaxEventMessage = 1024;  // events.k8s.io's note limit
+    auto cut = [](std::string s) {
+      return s.size() > kMaxEventMessage ? s.substr(0, kMaxEventMessage - 3) + "..." : s;
+    };
+    const std::string below = below_target_summary(*status_.report);
+    if (!below.empty()) emit("Warning", "BelowTarget", cut(below), "");
+    const std::string noisy = noisy_summary(*status_.report);
+    if (!noisy.empty()) emit("Warning", "Noisy", cut(noisy), "");
   }
 
   /// No pod keeps running after the job ends; finished pods go too under cleanPodPolicy All.
@@ -546,13 +564,22 @@ class Reconcile {
     status_.report = assemble_report(spec, std::move(reports), env);
     const Report& rep = *status_.report;
     double best_ex = 0, best_speedup = 0;
+    std::optional<double> lowest_efficiency;
+    int noisy = 0;
     for (const auto& r : rep.runs) {
       if (r.phase != "Succeeded") continue;
       best_ex = std::max(best_ex, r.examples_per_sec.p50);
       if (r.speedup) best_speedup = std::max(best_speedup, *r.speedup);
+      if (r.efficiency) lowest_efficiency = std::min(lowest_efficiency.value_or(*r.efficiency), *r.efficiency);
+      if (r.noise && r.noise->verdict == NoiseVerdict::kNoisy) ++noisy;
     }
+    // Printer columns (the report keeps every digit): two decimals; the lowest efficiency
+    // rounded down, so that a run below the target never reads as meeting it.
     status_.best_examples_per_sec = best_ex;
-    if (rep.baseline_run) status_.best_speedup = best_speedup;
+    if (rep.baseline_run) status_.best_speedup = std::round(best_speedup * 100) / 100;
+    status_.lowest_efficiency.reset();
+    if (lowest_efficiency) status_.lowest_efficiency = std::floor(*lowest_efficiency * 100 + 1e-9) / 100;
+    status_.noisy_runs = noisy;
   }
 
   // ---- helpers ----

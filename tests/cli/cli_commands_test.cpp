@@ -1,5 +1,6 @@
 // `trainbench validate`, `diff`, `version`, help and usage errors, through the real binary.
 #include <fstream>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -100,6 +101,88 @@ TEST(CliDiff, BadReportsExit2NamingFileAndField) {
   r = run_cli({"diff", good, dir.file("absent.json")}, {}, dir.path());
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(contains(r.err, "absent.json")) << r.err;
+}
+
+/// report-bucket25.json with run `run`'s repeats' p50 sec/iter set to `p50s` (the first run's
+/// label is "no ddp", the third's "1M/2G"), written to `path`.
+std::string with_repeats(const std::string& path, const std::map<int, std::vector<double>>& p50s) {
+  nlohmann::json report = nlohmann::json::parse(read_file(data_dir() + "/report-bucket25.json"));
+  for (const auto& [run, values] : p50s) {
+    nlohmann::json reps = nlohmann::json::array();
+    for (double v : values) reps.push_back({{"p50", v}, {"p75", v * 1.01}, {"p90", v * 1.02}, {"p95", v * 1.03}});
+    report["runs"][run]["repeats"] = reps;
+  }
+  write_file(path, report.dump(2));
+  return path;
+}
+
+std::vector<double> times(const std::vector<double>& v, double f) {
+  std::vector<double> out;
+  for (double x : v) out.push_back(x * f);
+  return out;
+}
+
+const std::vector<double> kLowNoise = {0.990, 1.005, 1.000, 1.010, 0.995};  // about 1% between repeats
+const std::vector<double> kNoisy = {0.94, 1.06, 1.00, 0.97, 1.03};          // about 6%
+
+TEST(CliDiff, IdenticalReportsAreNoChangeAndPass) {
+  TempDir dir;
+  const std::string a = with_repeats(dir.file("a.json"), {{0, kLowNoise}, {2, kNoisy}});
+  const CliResult r = run_cli({"diff", a, a, "--fail-on-regression", "5"}, {}, dir.path());
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "+0.0% [-1.1%, +1.2%]  ~ (p=1.000 n=5+5)")) << r.out;
+  EXPECT_TRUE(contains(r.out,
+                       "regression check: ok: no row significantly slower by more than 5% (p50 ex/sec; 4 rows "
+                       "compared)\n"))
+      << r.out;
+}
+
+TEST(CliDiff, TenPercentSlowerWithLowNoiseFailsTheRegressionCheck) {
+  TempDir dir;
+  const std::string base = with_repeats(dir.file("base.json"), {{2, kLowNoise}});
+  const std::string test = with_repeats(dir.file("test.json"), {{2, times(kLowNoise, 1.1)}});
+  CliResult r = run_cli({"diff", base, test, "--fail-on-regression", "5"}, {}, dir.path());
+  EXPECT_EQ(r.code, 4) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, " 2 CPUs -- 1M/2G:  p75:")) << r.out;
+  EXPECT_TRUE(contains(r.out, "-9.1% [")) << r.out;
+  EXPECT_TRUE(contains(r.out, "slower (p=0.000 n=5+5)")) << r.out;
+  EXPECT_TRUE(contains(r.out,
+                       "regression check: REGRESSED: 1 of 4 compared rows significantly slower by more than 5% "
+                       "(p50 ex/sec)\n  2 CPUs -- 1M/2G: ex/sec -9.1% ["))
+      << r.out;
+  // The same diff without the option, or with a threshold above the drop, exits 0.
+  r = run_cli({"diff", base, test}, {}, dir.path());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(contains(r.out, "regression check")) << r.out;
+  r = run_cli({"diff", base, test, "--fail-on-regression=10"}, {}, dir.path());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(contains(r.out, "regression check: ok: ")) << r.out;
+}
+
+TEST(CliDiff, ThreePercentInsideTheNoiseIsNoSignificantChange) {
+  TempDir dir;
+  const std::string base = with_repeats(dir.file("base.json"), {{2, kNoisy}});
+  const std::string test = with_repeats(dir.file("test.json"), {{2, times({1.05, 0.96, 1.01, 1.08, 0.99}, 1.02)}});
+  const CliResult r = run_cli({"diff", base, test, "--fail-on-regression", "1"}, {}, dir.path());
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "]  ~ (p=")) << r.out;
+}
+
+TEST(CliDiff, OneRepeatEachCannotTellAndRowsOnOneSideAreListed) {
+  TempDir dir;
+  const std::string base = with_repeats(dir.file("base.json"), {{2, {1.0}}});
+  const std::string test = with_repeats(dir.file("test.json"), {{2, {2.0}}});
+  CliResult r = run_cli({"diff", base, test, "--fail-on-regression", "5"}, {}, dir.path());
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "-  cannot tell (n=1+1)\n")) << r.out;
+  // report-bucket1.json lacks no run of bucket25 but has one more (4 CPUs) and a failed one.
+  r = run_cli({"diff", base, data_dir() + "/report-bucket1.json"}, {}, dir.path());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, " 4 CPUs -- 1M/4G:  only in test\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, " 2 CPUs -- 2M/1G:  failed in test\n")) << r.out;
+  r = run_cli({"diff", base, test, "--fail-on-regression", "lots"}, {}, dir.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "--fail-on-regression: expected a percentage between 0 and 100, got \"lots\"")) << r.err;
 }
 
 TEST(CliUsage, HelpVersionAndMistakes) {

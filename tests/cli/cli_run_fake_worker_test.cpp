@@ -301,5 +301,70 @@ TEST_F(FakeWorkerTest, RanksDieWithASigkilledCli) {
   EXPECT_TRUE(leftovers(marker).empty());
 }
 
+/// A one-rank result with five repeats about 1% apart (p50 0.0115 s x 0.990 .. 1.010).
+std::string five_repeat_result() {
+  RunResult r = run_result_from_json(nlohmann::json::parse(fake_result(0, 1)));
+  r.ranks[0].step_seconds.clear();
+  for (double f : {0.990, 1.005, 1.000, 1.010, 0.995}) {
+    r.ranks[0].step_seconds.push_back({0.010 * f, 0.011 * f, 0.012 * f, 0.013 * f});
+  }
+  return to_json(r).dump();
+}
+
+TEST_F(FakeWorkerTest, BaselineComparesAfterTheReportAndExitsAsDiffDoes) {
+  write_file(dir.file("result-ws1.json"), five_repeat_result());
+  const std::string w = worker("cp \"$FAKE_DIR/result-ws$WORLD_SIZE.json\" \"$TRAINBENCH_RESULT_FILE\"\n");
+  const std::string one = "    - {nodes: 1, devicesPerNode: 1}\n";
+  CliResult r = run_cli({"run", job(one), "--json", dir.file("base.json")}, env(w), dir.path());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+
+  // The same numbers again: no significant change.
+  r = run_cli({"run", job(one), "--baseline", dir.file("base.json")}, env(w), dir.path());
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "\nCompared with the baseline " + dir.file("base.json") + ":\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "~ (p=1.000 n=5+5)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "regression check: ok: no row significantly slower by more than 5%")) << r.out;
+
+  // A baseline 10% quicker per step: this run is significantly slower by 10% of ex/sec.
+  nlohmann::json quicker = nlohmann::json::parse(read_file(dir.file("base.json")));
+  for (auto& rep : quicker["runs"][0]["repeats"]) rep["p50"] = rep["p50"].get<double>() * 0.9;
+  write_file(dir.file("quicker.json"), quicker.dump());
+  r = run_cli({"run", job(one), "--baseline", dir.file("quicker.json"), "--json", dir.file("new.json")}, env(w),
+              dir.path());
+  EXPECT_EQ(r.code, 4) << r.out << r.err;
+  const std::string verdict =
+      "regression check: REGRESSED: 1 of 1 compared rows significantly slower by more than 5% "
+      "(p50 ex/sec)\n  1 CPUs -- 1M/1G: ex/sec -10.0% [";
+  EXPECT_TRUE(contains(r.out, verdict)) << r.out;
+  const CliResult d =
+      run_cli({"diff", dir.file("quicker.json"), dir.file("new.json"), "--fail-on-regression", "5"}, {}, dir.path());
+  EXPECT_EQ(d.code, 4) << d.out;
+  EXPECT_TRUE(contains(d.out, verdict)) << d.out;
+
+  // The threshold comes from spec.baseline, and --fail-on-regression overrides it.
+  const std::string lenient = dir.file("lenient.yaml");
+  write_file(lenient, mlp_job_yaml("fake-job", 2, 4, 2, one,
+                                   "  baseline: {benchmarkJob: earlier-job, regressionThresholdPercent: 20}\n"));
+  r = run_cli({"run", lenient, "--baseline", dir.file("quicker.json")}, env(w), dir.path());
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "regression check: ok: no row significantly slower by more than 20%")) << r.out;
+  r = run_cli({"run", lenient, "--baseline", dir.file("quicker.json"), "--fail-on-regression", "5"}, env(w),
+              dir.path());
+  EXPECT_EQ(r.code, 4) << r.out << r.err;
+  EXPECT_TRUE(leftovers(marker).empty());
+}
+
+TEST_F(FakeWorkerTest, BadBaselineFailsBeforeAnyRun) {
+  const std::string w = worker("touch \"$FAKE_DIR/worker-ran\"\nexit 1\n");
+  write_file(dir.file("junk.json"), "{\"schemaVersion\": 1}");
+  CliResult r = run_cli({"run", job(kTwoRuns), "--baseline", dir.file("junk.json")}, env(w), dir.path());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(contains(r.err, "trainbench run: --baseline " + dir.file("junk.json") + ": kind")) << r.err;
+  r = run_cli({"run", job(kTwoRuns), "--fail-on-regression", "5"}, env(w), dir.path());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_TRUE(contains(r.err, "--fail-on-regression needs --baseline BASE.json")) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("worker-ran")));
+}
+
 }  // namespace
 }  // namespace trainbench::test

@@ -29,6 +29,10 @@ RunReport succeeded_run(int index, int world) {
   r.repeats = {r.sec_per_iter};
   r.loss_start = 2.5;
   r.loss_end = 1.25;
+  NoiseReport noise;  // as summarize_run measures it: no verdict until the report is assembled
+  noise.step_cv_percent = 4;
+  noise.host_cores = 8;
+  r.noise = noise;
   r.optimizer = "sgd";
   for (int k = 0; k < world; ++k) {
     RankReport rk;
@@ -87,6 +91,8 @@ BenchmarkJobStatus full_status() {
   s.completion_time = "2026-11-22T10:05:00Z";
   s.best_examples_per_sec = 40;
   s.best_speedup = 1.5;
+  s.lowest_efficiency = 0.75;
+  s.noisy_runs = 0;
   return s;
 }
 
@@ -102,11 +108,20 @@ std::string read_error(const json& j) {
 TEST(JobStatus, EveryFieldRoundTripsUnderItsApiName) {
   const BenchmarkJobStatus s = full_status();
   const json j = to_json(s);
-  for (const char* key : {"phase", "conditions", "observedGeneration", "runsTotal", "runsDone", "progress", "runs",
-                          "report", "startTime", "completionTime", "bestExamplesPerSec", "bestSpeedup"}) {
+  for (const char* key :
+       {"phase", "conditions", "observedGeneration", "runsTotal", "runsDone", "progress", "runs", "report", "startTime",
+        "completionTime", "bestExamplesPerSec", "bestSpeedup", "lowestEfficiency", "noisyRuns"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
-  EXPECT_EQ(j.size(), 12u);
+  EXPECT_EQ(j.size(), 14u);
+  EXPECT_EQ(j["lowestEfficiency"], 0.75);
+  EXPECT_EQ(j["noisyRuns"], 0);
+  // The noise measurement travels with a run's summary (compacted or not); the report judges it
+  // (one repeat here: unjudged) and flags efficiency against the target.
+  EXPECT_FALSE(j["runs"][1]["summary"]["noise"].contains("verdict"));
+  EXPECT_EQ(j["runs"][1]["summary"]["noise"]["hostCores"], 8);
+  EXPECT_EQ(j["report"]["runs"][1]["noise"]["verdict"], "unjudged");
+  EXPECT_EQ(j["report"]["runs"][0]["belowTarget"], false);
   EXPECT_EQ(j["phase"], "Succeeded");
   EXPECT_EQ(j["conditions"][1], json({{"type", "Succeeded"},
                                       {"status", "True"},
@@ -146,7 +161,8 @@ TEST(JobStatus, WhatIsNotKnownYetIsLeftOut) {
   EXPECT_TRUE(empty.conditions.empty());
   EXPECT_TRUE(empty.runs.empty());
   EXPECT_FALSE(empty.observed_generation || empty.runs_total || empty.runs_done || empty.progress || empty.report ||
-               empty.start_time || empty.completion_time || empty.best_examples_per_sec || empty.best_speedup);
+               empty.start_time || empty.completion_time || empty.best_examples_per_sec || empty.best_speedup ||
+               empty.lowest_efficiency || empty.noisy_runs);
 
   // A run not started yet: what init writes, and no more.
   RunStatus pending;
@@ -197,6 +213,10 @@ TEST(JobStatus, ReaderNamesTheMissingOrMistypedField) {
   EXPECT_EQ(error_with([](json& j) { j["observedGeneration"] = 1.5; }),
             "status.observedGeneration: must be an integer");
   EXPECT_EQ(error_with([](json& j) { j["bestSpeedup"] = "fast"; }), "status.bestSpeedup: must be a number");
+  EXPECT_EQ(error_with([](json& j) { j["lowestEfficiency"] = "low"; }), "status.lowestEfficiency: must be a number");
+  EXPECT_EQ(error_with([](json& j) { j["noisyRuns"] = 0.5; }), "status.noisyRuns: must be an integer");
+  EXPECT_EQ(error_with([](json& j) { j["report"]["runs"][1]["noise"]["verdict"] = "loud"; }),
+            "status.report.runs[1].noise.verdict: must be one of [quiet, noisy, unjudged], got \"loud\"");
   EXPECT_EQ(error_with([](json& j) { j["conditions"] = json::object(); }), "status.conditions: must be an array");
   EXPECT_EQ(error_with([](json& j) { j["conditions"][0].erase("reason"); }),
             "status.conditions[0].reason: is required");
@@ -249,9 +269,9 @@ TEST(JobStatus, EachValueHasOneText) {
   expect_texts<RunPhase>({RunPhase::kPending, RunPhase::kStarting, RunPhase::kRunning, RunPhase::kRestarting,
                           RunPhase::kSucceeded, RunPhase::kFailed},
                          {"Pending", "Starting", "Running", "Restarting", "Succeeded", "Failed"});
-  expect_texts<ConditionType>(
-      {ConditionType::kInvalid, ConditionType::kRunning, ConditionType::kSucceeded, ConditionType::kFailed},
-      {"Invalid", "Running", "Succeeded", "Failed"});
+  expect_texts<ConditionType>({ConditionType::kInvalid, ConditionType::kRunning, ConditionType::kSucceeded,
+                               ConditionType::kFailed, ConditionType::kRegressed},
+                              {"Invalid", "Running", "Succeeded", "Failed", "Regressed"});
   expect_texts<ConditionStatus>({ConditionStatus::kTrue, ConditionStatus::kFalse, ConditionStatus::kUnknown},
                                 {"True", "False", "Unknown"});
   EXPECT_FALSE(parse_enum<RunPhase>("succeeded").has_value()) << "case-sensitive, as the API server's enum";

@@ -96,7 +96,7 @@ rule_triples() {
 
 # ---------------------------------------------------------------------------------------------
 echo "== 1. chart metadata, CRD, Dockerfiles"
-project_version=$(sed -n 's/^project(trainbench VERSION \([0-9.]*\).*/\1/p' "$REPO/CMakeLists.txt")
+project_version=$(bash "$REPO/scripts/version.sh")
 [ -n "$project_version" ] || fail "no project VERSION in CMakeLists.txt"
 app_version=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$/\1/p' "$CHART/Chart.yaml")
 expect "Chart.yaml appVersion (= CMakeLists.txt project VERSION)" "$app_version" "$project_version"

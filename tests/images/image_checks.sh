@@ -12,7 +12,7 @@
 # Needs root, buildah, the images (scripts/images.sh). Exits 1 naming what is wrong.
 set -euo pipefail
 REPO=${REPO:-$(cd "$(dirname "$0")/../.." && pwd)}
-VERSION=$(sed -n 's/^project(trainbench VERSION \([0-9][0-9.]*\).*/\1/p' "$REPO/CMakeLists.txt")
+VERSION=$(bash "$REPO/scripts/version.sh")
 B=(buildah --storage-driver vfs)
 OPERATOR=localhost/trainbench/operator:$VERSION
 WORKER=localhost/trainbench/worker:$VERSION

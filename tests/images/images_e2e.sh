@@ -15,7 +15,7 @@ REPO=${REPO:-$(cd "$HERE/../.." && pwd)}
 BIN_DIRS=/nonexistent  # nothing from the build reaches the pods: they run what the images hold
 # shellcheck source=../operator/e2e/lib.sh
 source "$REPO/tests/operator/e2e/lib.sh"
-VERSION=$(sed -n 's/^project(trainbench VERSION \([0-9][0-9.]*\).*/\1/p' "$REPO/CMakeLists.txt")
+VERSION=$(bash "$REPO/scripts/version.sh")
 B=(buildah --storage-driver vfs)
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (buildah, chroot)"; [ "${TRAINBENCH_REQUIRE_IMAGES:-0}" != 1 ] || exit 1; exit 77; }
 HELM=${HELM:-$REPO/.tools/helm/helm}

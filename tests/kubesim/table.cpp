@@ -1,5 +1,6 @@
 #include "table.hpp"
 
+#include <cstdint>
 #include <functional>
 #include <sstream>
 
@@ -276,6 +277,8 @@ Layout layout_for(const ResourceType& t) {
                   row.push_back(nullptr);
                 } else if (type == "date") {
                   row.push_back(v.is_string() ? age_of(v.get<std::string>()) : v.dump());
+                } else if (type == "integer" && v.is_number_float()) {
+                  row.push_back(static_cast<std::int64_t>(v.get<double>()));  // the API server truncates too
                 } else if (type == "integer" || type == "number" || type == "boolean") {
                   row.push_back(v);
                 } else {

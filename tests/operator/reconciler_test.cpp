@@ -124,9 +124,11 @@ std::string env(const json& pod, const std::string& name) {
   return "<unset>";
 }
 
-/// Run `run`'s master delivers its result: `world` ranks, each step 0.1 / 0.2 / 0.3 s; with
-/// `compute` (one per rank), each step's compute is that and the rest of it communication.
-void deliver_result(Observed& o, int run, int attempt, int world, const std::vector<double>& compute = {}) {
+/// Delivers run `run`'s result: every rank's step times per repeat are `steps`; with `compute`
+/// (one per rank), each step's compute is that and the rest of it communication.
+void deliver_result(Observed& o, int run, int attempt, int world,
+                    const std::vector<std::vector<double>>& steps = {{0.1, 0.2, 0.3}},
+                    const std::vector<double>& compute = {}) {
   RunConfig cfg;
   cfg.index = run;
   cfg.nodes = 1;
@@ -136,11 +138,13 @@ void deliver_result(Observed& o, int run, int attempt, int world, const std::vec
   RunResult r;
   r.world_size = world;
   r.environment.backend = "gloo";
-  for (int k = 0; k < world; ++k) r.ranks.push_back({k, 0, k, {{0.1, 0.2, 0.3}}, 1000, 1.0});
+  for (int k = 0; k < world; ++k) r.ranks.push_back({k, 0, k, steps, 1000, 1.0});
   for (std::size_t k = 0; k < compute.size(); ++k) {
-    const double c = compute[k];
-    r.ranks[k].compute_seconds = {{c, c, c}};
-    r.ranks[k].communication_seconds = {{0.1 - c, 0.2 - c, 0.3 - c}};
+    for (const auto& rep : steps) {
+      r.ranks[k].compute_seconds.emplace_back(rep.size(), compute[k]);
+      r.ranks[k].communication_seconds.emplace_back();
+      for (double sec : rep) r.ranks[k].communication_seconds.back().push_back(sec - compute[k]);
+    }
   }
   json payload = {{"attempt", attempt}, {"run", to_json(summarize_run(cfg, r))}, {"environment", to_json(r.environment)}};
   for (auto& cm : o.configmaps) {
@@ -303,7 +307,79 @@ TEST(Reconciler, WholeSweepSucceedsWithReport) {
   EXPECT_EQ(st["report"]["runs"].size(), 2u);
   EXPECT_DOUBLE_EQ(st["report"]["runs"][0]["speedup"].get<double>(), 1.0);
   EXPECT_GT(st["bestExamplesPerSec"].get<double>(), 0);
+  EXPECT_EQ(st["lowestEfficiency"], 1.0);
+  EXPECT_EQ(st["noisyRuns"], 0);
+  EXPECT_EQ(st["report"]["runs"][1]["noise"]["verdict"], "unjudged");  // one repeat
+  for (const auto* e : of(d, Action::Verb::Event)) {
+    EXPECT_NE(e->body["reason"], "BelowTarget");
+    EXPECT_NE(e->body["reason"], "Noisy");
+  }
   EXPECT_TRUE(o.pods.empty()) << "cleanPodPolicy All leaves no pod";
+}
+
+/// Runs both steps of a two-run job (2 repeats), delivering `steps0` then `steps1` (4 ranks).
+Decision finish_two_runs(Observed& o, const std::vector<std::vector<double>>& steps0,
+                         const std::vector<std::vector<double>>& steps1) {
+  apply(o, reconcile(o));
+  all_running(o);
+  apply(o, reconcile(o));
+  deliver_result(o, 0, 0, 1, steps0);
+  apply(o, reconcile(o));
+  all_running(o);
+  apply(o, reconcile(o));
+  deliver_result(o, 1, 0, 4, steps1);
+  Decision d = reconcile(o);
+  apply(o, d);
+  return d;
+}
+
+TEST(Reconciler, FinishedJobFlagsRunsBelowTargetAndNoisyRunsWithEvents) {
+  Observed o{job_object({{"benchmark", {{"repeats", 2}}}}), {}, {}, {}, false, false, false, t0()};
+  // run 0: 0.1 s steps, 8 ex/step -> 80 ex/s. run 1: repeats at 0.2 and 0.3 s (spread 40%), 32
+  // ex/step at the median 0.25 s -> 128 ex/s: speedup 1.6, efficiency 0.4.
+  const Decision d = finish_two_runs(o, {{0.1, 0.1, 0.1}, {0.1, 0.1, 0.1}}, {{0.2, 0.2, 0.2}, {0.3, 0.3, 0.3}});
+  const json st = o.job["status"];
+  ASSERT_EQ(st["phase"], "Succeeded");
+  EXPECT_EQ(st["lowestEfficiency"], 0.4);
+  EXPECT_EQ(st["noisyRuns"], 1);
+  EXPECT_EQ(st["bestSpeedup"], 1.6);
+  const json& run1 = st["report"]["runs"][1];
+  EXPECT_EQ(run1["belowTarget"], true);
+  EXPECT_EQ(run1["noise"]["verdict"], "noisy");
+  EXPECT_NEAR(run1["noise"]["repeatSpreadPercent"].get<double>(), 40, 1e-9);
+  EXPECT_EQ(st["report"]["runs"][0]["belowTarget"], false);
+  EXPECT_EQ(st["report"]["runs"][0]["noise"]["verdict"], "quiet");
+  std::map<std::string, json> events;
+  for (const auto* e : of(d, Action::Verb::Event)) events[e->body["reason"]] = e->body;
+  ASSERT_TRUE(events.count("BelowTarget") && events.count("Noisy"));
+  EXPECT_EQ(events["BelowTarget"]["type"], "Warning");
+  EXPECT_EQ(events["BelowTarget"]["message"], "1 of 2 runs below the efficiency target 80%: 4 CPUs -- 1M/4G 40%");
+  EXPECT_EQ(events["Noisy"]["type"], "Warning");
+  const std::string noisy = events["Noisy"]["message"];
+  EXPECT_EQ(
+      noisy.rfind("1 of 2 runs noisy (repeats' p50 spread above 10%): 4 CPUs -- 1M/4G (repeats differ by 40%; try ", 0),
+      0u)
+      << noisy;
+  // Decided once: the finished job's next reconcile emits nothing.
+  EXPECT_TRUE(of(reconcile(o), Action::Verb::Event).empty());
+}
+
+TEST(Reconciler, TargetAndThresholdAreTheSpecs) {
+  Observed o{job_object({{"benchmark", {{"repeats", 2}, {"efficiencyTarget", 0.3}, {"noiseThresholdPercent", 50}}}}),
+             {},
+             {},
+             {},
+             false,
+             false,
+             false,
+             t0()};
+  const Decision d = finish_two_runs(o, {{0.1, 0.1, 0.1}, {0.1, 0.1, 0.1}}, {{0.2, 0.2, 0.2}, {0.3, 0.3, 0.3}});
+  EXPECT_EQ(o.job["status"]["noisyRuns"], 0);
+  EXPECT_EQ(o.job["status"]["report"]["runs"][1]["belowTarget"], false);
+  for (const auto* e : of(d, Action::Verb::Event)) {
+    EXPECT_NE(e->body["reason"], "BelowTarget");
+    EXPECT_NE(e->body["reason"], "Noisy");
+  }
 }
 
 TEST(Reconciler, FailedPodRestartsTheWholeRunThenFailsAfterBackoff) {
@@ -454,13 +530,13 @@ TEST(Reconciler, ARunWithStragglersEndsWithAWarningNamingThem) {
   apply(o, reconcile(o));
   all_running(o);
   apply(o, reconcile(o));
-  deliver_result(o, 0, 0, 1, {0.05});
+  deliver_result(o, 0, 0, 1, {{0.1, 0.2, 0.3}}, {0.05});
   Decision d = reconcile(o);
   EXPECT_TRUE(events_of(d, "Stragglers").empty()) << "one rank: no straggler";
   apply(o, d);
   all_running(o);
   apply(o, reconcile(o));
-  deliver_result(o, 1, 0, 4, {0.02, 0.021, 0.06, 0.02});
+  deliver_result(o, 1, 0, 4, {{0.1, 0.2, 0.3}}, {0.02, 0.021, 0.06, 0.02});
   d = reconcile(o);
   const auto warnings = events_of(d, "Stragglers");
   ASSERT_EQ(warnings.size(), 1u) << d.actions.size();
@@ -482,11 +558,11 @@ TEST(Reconciler, ABalancedRunEndsWithoutAStragglersEvent) {
   apply(o, reconcile(o));
   all_running(o);
   apply(o, reconcile(o));
-  deliver_result(o, 0, 0, 1, {0.05});
+  deliver_result(o, 0, 0, 1, {{0.1, 0.2, 0.3}}, {0.05});
   apply(o, reconcile(o));
   all_running(o);
   apply(o, reconcile(o));
-  deliver_result(o, 1, 0, 4, {0.02, 0.021, 0.022, 0.02});
+  deliver_result(o, 1, 0, 4, {{0.1, 0.2, 0.3}}, {0.02, 0.021, 0.022, 0.02});
   const Decision d = reconcile(o);
   EXPECT_EQ(events_of(d, "RunSucceeded").size(), 1u);
   EXPECT_TRUE(events_of(d, "Stragglers").empty());

@@ -31,6 +31,25 @@ table=$(kc get bj "$JOB")
 echo "$table"
 grep -q "Succeeded" <<<"$table" || fail "get bj: no Succeeded column"
 grep -q "2/2" <<<"$table" || fail "get bj: no runs column"
+# Best ex/s a whole number, Lowest eff. the sweep's lowest scaling efficiency (two decimals).
+read -r best lowest <<<"$(awk 'NR == 2 { print $4, $6 }' <<<"$table")"
+grep -q "LOWEST EFF." <<<"$table" || fail "get bj: no Lowest eff. column"
+[[ "$best" =~ ^[0-9]+$ ]] || fail "get bj: Best ex/s is not whole: $best"
+[ "$lowest" = "$(kc get bj "$JOB" -o jsonpath='{.status.lowestEfficiency}')" ] || fail "get bj: Lowest eff. $lowest"
+[[ "$lowest" =~ ^[0-9]+(\.[0-9]{1,2})?$ ]] || fail "get bj: Lowest eff. not two decimals: $lowest"
+kc get bj "$JOB" -o wide | grep -q "NOISY" || fail "get bj -o wide: no Noisy column"
+# The verdicts in the report, and a BelowTarget Event when a run is below the 0.8 target.
+for run in 0 1; do
+  verdict=$(kc get bj "$JOB" -o jsonpath="{.status.report.runs[$run].noise.verdict}")
+  [[ "$verdict" =~ ^(quiet|noisy)$ ]] || fail "run $run noise verdict: $verdict"
+done
+reasons=$(kc get events --field-selector involvedObject.name=$JOB -o jsonpath='{.items[*].reason}')
+if awk -v e="$lowest" 'BEGIN { exit !(e < 0.8) }'; then
+  [ "$(kc get bj "$JOB" -o jsonpath='{.status.report.runs[1].belowTarget}')" = true ] || fail "run 1 not belowTarget"
+  grep -qw BelowTarget <<<"$reasons" || fail "no BelowTarget event: $reasons"
+fi
+noisy=$(kc get bj "$JOB" -o jsonpath='{.status.noisyRuns}')
+[ "$noisy" = 0 ] || grep -qw Noisy <<<"$reasons" || fail "$noisy noisy runs but no Noisy event: $reasons"
 
 # The report in status: every run succeeded with ordered percentiles, 4 rank rows in run 1.
 report_runs=$(kc get bj "$JOB" -o jsonpath='{.status.report.runs[*].phase}')
