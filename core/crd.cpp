@@ -195,7 +195,11 @@ json verdict_schema(const BenchmarkSpec& b) {
       {"noiseThresholdPercent",
        positive_number("A run whose repeats' p50 sec/iter differ by more than this % ((max - min) / median) is "
                        "marked noisy.",
-                       b.noise_threshold_percent)}};
+                       b.noise_threshold_percent)},
+      {"stragglerThreshold",
+       positive_number("Ranks whose straggler score (fastest rank's compute per step / theirs) is below this are "
+                       "named stragglers, in (0, 1].",
+                       b.straggler_threshold, 1)}};
 }
 
 json benchmark_schema() {

@@ -32,6 +32,7 @@ RankSummary summarize_ranks(const std::vector<RankReport>& ranks, const std::str
 }
 
 RunReport compact_for_status(RunReport run, const std::string& detail_config_map) {
+  if (run.stragglers) keep_worst_stragglers(*run.stragglers, kStragglersInStatus);
   if (static_cast<int>(run.ranks.size()) <= kMaxRanksInStatus) return run;
   run.rank_summary = summarize_ranks(run.ranks, detail_config_map);
   run.ranks.clear();

@@ -20,12 +20,16 @@ namespace trainbench {
 inline constexpr int kMaxRanksInStatus = 64;
 /// How many of the slowest ranks a RankSummary names.
 inline constexpr int kSlowestRanksKept = 8;
+/// How many stragglers (lowest score first) a run's copy in status names; its count says how
+/// many there are, its result ConfigMap names every one.
+inline constexpr int kStragglersInStatus = 16;
 
 /// The ranks' p50 spread and the kSlowestRanksKept slowest ranks (ties: lower rank first).
 RankSummary summarize_ranks(const std::vector<RankReport>& ranks, const std::string& detail_config_map);
 
 /// The copy of `run` for the job's status: unchanged up to kMaxRanksInStatus ranks, else its
-/// ranks replaced by their summary, naming `detail_config_map` as where every rank is kept.
+/// ranks replaced by their summary, naming `detail_config_map` as where every rank is kept; its
+/// stragglers stay, the kStragglersInStatus lowest-scoring named.
 RunReport compact_for_status(RunReport run, const std::string& detail_config_map);
 
 nlohmann::json to_json(const RankSummary& s);

@@ -43,6 +43,28 @@ RunReport failed_run(const RunConfig& cfg, const std::string& error) {
   return run;
 }
 
+namespace {
+
+RankReport rank_report(const RankResult& rk, bool staged) {
+  RankReport rr;
+  rr.rank = rk.rank;
+  rr.node_rank = rk.node_rank;
+  rr.local_rank = rk.local_rank;
+  rr.sec_per_iter = median_of_repeats(rk.step_seconds);
+  rr.peak_memory_bytes = rk.peak_memory_bytes;
+  rr.optimizer_state_bytes = rk.optimizer_state_bytes;
+  rr.parameter_count = rk.parameter_count;
+  if (staged) {
+    rr.stage = rk.stage;
+    rr.bubble_fraction = rk.bubble_fraction;
+  }
+  if (!rk.compute_seconds.empty()) rr.compute_seconds = median_of_repeats(rk.compute_seconds).p50;
+  if (!rk.communication_seconds.empty()) rr.communication_seconds = median_of_repeats(rk.communication_seconds).p50;
+  return rr;
+}
+
+}  // namespace
+
 RunReport summarize_run(const RunConfig& cfg, const RunResult& result) {
   RunReport run = failed_run(cfg, "");
   run.phase = "Succeeded";
@@ -87,21 +109,12 @@ RunReport summarize_run(const RunConfig& cfg, const RunResult& result) {
   run.loss_start = loss_start / static_cast<double>(result.ranks.size());
   run.loss_end = loss_end / static_cast<double>(result.ranks.size());
   for (const auto& rk : result.ranks) {
-    RankReport rr;
-    rr.rank = rk.rank;
-    rr.node_rank = rk.node_rank;
-    rr.local_rank = rk.local_rank;
-    rr.sec_per_iter = median_of_repeats(rk.step_seconds);
-    rr.peak_memory_bytes = rk.peak_memory_bytes;
-    rr.optimizer_state_bytes = rk.optimizer_state_bytes;
-    rr.parameter_count = rk.parameter_count;
-    if (staged) {
-      rr.stage = rk.stage;
-      rr.bubble_fraction = rk.bubble_fraction;
-    }
     run.max_peak_memory_bytes = std::max(run.max_peak_memory_bytes, rk.peak_memory_bytes);
-    run.ranks.push_back(rr);
+    run.ranks.push_back(rank_report(rk, staged));
   }
+  // A pipeline's stages do different work by design (its bubble shows the imbalance): only
+  // ranks doing the same work are scored against each other.
+  if (!staged) run.stragglers = score_stragglers(run.ranks, cfg.straggler_threshold);
   if (result.allreduce) {
     summarize_allreduce_run(cfg, result, run);
   } else {
@@ -205,6 +218,9 @@ nlohmann::json to_json(const RankReport& rk) {
                        {"parameterCount", rk.parameter_count}};
   if (rk.stage) rj["stage"] = *rk.stage;
   if (rk.bubble_fraction) rj["bubbleFraction"] = *rk.bubble_fraction;
+  if (rk.compute_seconds) rj["computeSeconds"] = *rk.compute_seconds;
+  if (rk.communication_seconds) rj["communicationSeconds"] = *rk.communication_seconds;
+  if (rk.straggler_score) rj["stragglerScore"] = *rk.straggler_score;
   return rj;
 }
 
@@ -220,6 +236,14 @@ RankReport rank_report_from_json(const nlohmann::json& j, const std::string& rp)
   if (jf::has(j, "parameterCount")) rk.parameter_count = jf::get_int(j, "parameterCount", rp);
   if (jf::has(j, "stage")) rk.stage = jf::get_int32(j, "stage", rp);
   if (jf::has(j, "bubbleFraction")) rk.bubble_fraction = jf::get_number(j, "bubbleFraction", rp);
+  auto seconds = [&](const char* key, std::optional<double>& out) {
+    if (!jf::has(j, key)) return;
+    out = jf::get_number(j, key, rp);
+    if (*out < 0) throw std::runtime_error(rp + "." + key + ": must be >= 0");
+  };
+  seconds("computeSeconds", rk.compute_seconds);
+  seconds("communicationSeconds", rk.communication_seconds);
+  seconds("stragglerScore", rk.straggler_score);
   return rk;
 }
 
@@ -261,6 +285,7 @@ nlohmann::json to_json(const RunReport& run) {
     nlohmann::json ranks = nlohmann::json::array();
     for (const auto& rk : run.ranks) ranks.push_back(to_json(rk));
     j["ranks"] = ranks;
+    if (run.stragglers) j["stragglers"] = to_json(*run.stragglers);
     if (run.rank_summary) j["rankSummary"] = to_json(*run.rank_summary);
   } else {
     j["error"] = run.error;
@@ -337,6 +362,7 @@ RunReport run_report_from_json(const nlohmann::json& rj, const std::string& p) {
     for (std::size_t k = 0; k < ranks.size(); ++k) {
       run.ranks.push_back(rank_report_from_json(ranks[k], p + ".ranks[" + std::to_string(k) + "]"));
     }
+    if (jf::has(rj, "stragglers")) run.stragglers = straggler_report_from_json(rj["stragglers"], p + ".stragglers");
     if (jf::has(rj, "rankSummary")) run.rank_summary = rank_summary_from_json(rj["rankSummary"], p + ".rankSummary");
   } else if (run.phase == "Failed") {
     run.error = jf::get_string(rj, "error", p);

@@ -12,6 +12,7 @@
 #include "core/run_result.hpp"
 #include "core/spec.hpp"
 #include "core/stats.hpp"
+#include "core/straggler.hpp"
 
 namespace trainbench {
 
@@ -27,6 +28,14 @@ struct RankReport {
   std::int64_t parameter_count = 0;        ///< parameters this rank holds (pipeline: its stage's)
   std::optional<int> stage;                ///< pipeline / model-parallel: this rank's stage
   std::optional<double> bubble_fraction;   ///< pipeline / model-parallel: measured idle share
+  /// Seconds per step of compute and of exposed communication (waiting on other ranks), each
+  /// the median over repeats of the repeat's p50 (as sec_per_iter.p50). Absent for paradigm
+  /// allreduce and in older reports. "computeSeconds", "communicationSeconds".
+  std::optional<double> compute_seconds;
+  std::optional<double> communication_seconds;
+  /// Fastest rank's compute_seconds / this rank's (core/straggler.hpp); 1.0 = the fastest.
+  /// Absent where the run is not scored (pipeline stages do different work). "stragglerScore".
+  std::optional<double> straggler_score;
 };
 
 /// pipeline / model-parallel runs: how the model was split and the bubble GPipe predicts.
@@ -107,6 +116,9 @@ struct RunReport {
   /// (core/hybrid_ps_report.hpp); ranks holds the trainers.
   std::optional<HybridPsReport> hybrid_ps;
   std::vector<RankReport> ranks;
+  /// The ranks scored against the run's fastest and those named stragglers (core/straggler.hpp);
+  /// absent where no score was computed. Kept whole when `ranks` is summarised. "stragglers".
+  std::optional<StragglerReport> stragglers;
   /// Set where `ranks` was left out to keep this copy small (then `ranks` is empty).
   std::optional<RankSummary> rank_summary;
 };

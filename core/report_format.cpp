@@ -8,6 +8,7 @@
 #include "core/compare.hpp"
 #include "core/hybrid_ps_report.hpp"
 #include "core/report_notes.hpp"
+#include "core/straggler.hpp"
 #include "core/text_cells.hpp"
 
 namespace trainbench {
@@ -27,6 +28,9 @@ std::size_t name_width(const std::vector<const RunReport*>& runs) {
 }
 
 std::string dash_line(std::size_t n) { return std::string(n, '-'); }
+
+/// Stragglers named under a run's row; the JSON lists them all.
+constexpr std::size_t kStragglersNamedInText = 8;
 
 /// "a / b" for up to 4 ranks, else "max a".
 std::string per_rank(const RunReport& r, const std::function<std::string(const RankReport&)>& cell,
@@ -110,10 +114,20 @@ void benchmark_title(std::ostringstream& os, const Report& r) {
   os << "Benchmark: " << r.model << " with batch size " << r.batch_size_per_device << "\n";
 }
 
+/// A rank's compute / communication split and score, where measured ("" otherwise).
+std::string split_cells(const RankReport& rk) {
+  std::string out;
+  if (rk.compute_seconds) out += "  compute " + fmt_sec(*rk.compute_seconds);
+  if (rk.communication_seconds) out += "  comm " + fmt_sec(*rk.communication_seconds);
+  if (rk.straggler_score) out += "  score " + printf_str("%.2f", *rk.straggler_score);
+  return out;
+}
+
 /// The per-rank block: every rank's own percentiles and peak memory; for a run copied from a
 /// job's status with a rank summary (core/rank_summary.hpp), the spread and the slowest ranks.
 void per_rank_block(std::ostream& os, const std::vector<const RunReport*>& runs, std::size_t w) {
-  os << "\nPer rank (sec/iter, median of repeats; peak memory):\n\n";
+  os << "\nPer rank (sec/iter, median of repeats; peak memory; compute and exposed communication per step, p50,\n"
+        "median of repeats; straggler score = fastest rank's compute / the rank's):\n\n";
   for (const auto* r : runs) {
     if (r->phase != "Succeeded") continue;
     const bool summarized = r->ranks.empty() && r->rank_summary;
@@ -130,7 +144,7 @@ void per_rank_block(std::ostream& os, const std::vector<const RunReport*>& runs,
          << ", local " << rk.local_rank << "):";
       os << "  p50: " << fmt_sec(rk.sec_per_iter.p50) << "  p75: " << fmt_sec(rk.sec_per_iter.p75)
          << "  p90: " << fmt_sec(rk.sec_per_iter.p90) << "  p95: " << fmt_sec(rk.sec_per_iter.p95) << "  peak "
-         << fmt_bytes(rk.peak_memory_bytes) << "\n";
+         << fmt_bytes(rk.peak_memory_bytes) << split_cells(rk) << "\n";
     }
   }
 }
@@ -196,6 +210,9 @@ void throughput_table(std::ostringstream& os, const std::vector<const RunReport*
     os << pad_left(r->speedup ? printf_str("%.2fx", *r->speedup) : "-", 10)
        << pad_left(r->efficiency ? printf_str("%.1f%%", *r->efficiency * 100.0) : "-", 12) << notes.marks(r->index)
        << "\n";
+    if (r->stragglers && r->stragglers->count > 0) {
+      os << pad_left("", w) << "  " << straggler_line(*r->stragglers, kStragglersNamedInText) << "\n";
+    }
   }
 }
 

@@ -34,6 +34,10 @@ nlohmann::json to_json(const RunTestOptions& t) {
     j["sigstopRank"] = t.sigstop_rank;
     j["sigstopAtStep"] = t.sigstop_at_step;
   }
+  if (t.slow_rank != -1) {
+    j["slowRank"] = t.slow_rank;
+    j["slowFactor"] = t.slow_factor;
+  }
   return j;
 }
 
@@ -49,6 +53,9 @@ RunTestOptions run_test_options_from_json(const nlohmann::json& j) {
   if (jf::has(j, "allreduceFaultRank")) t.allreduce_fault_rank = jf::get_int32(j, "allreduceFaultRank", p);
   if (jf::has(j, "sigstopRank")) t.sigstop_rank = jf::get_int32(j, "sigstopRank", p);
   if (jf::has(j, "sigstopAtStep")) t.sigstop_at_step = jf::get_int32(j, "sigstopAtStep", p);
+  if (jf::has(j, "slowRank")) t.slow_rank = jf::get_int32(j, "slowRank", p);
+  if (jf::has(j, "slowFactor")) t.slow_factor = jf::get_int32(j, "slowFactor", p);
+  if (t.slow_factor < 1) throw std::runtime_error(p + ".slowFactor: must be >= 1");
   return t;
 }
 
@@ -87,6 +94,7 @@ nlohmann::json to_json(const RunConfig& c) {
       {"backend", to_string(c.backend)},
       {"collectiveTimeoutSeconds", c.collective_timeout_seconds},
       {"parameterServers", c.parameter_servers},
+      {"stragglerThreshold", c.straggler_threshold},
   };
   if (c.parameter_servers_own_pods) j["parameterServersOwnPods"] = true;
   if (c.hang_timeout_seconds > 0) j["hangTimeoutSeconds"] = c.hang_timeout_seconds;
@@ -153,6 +161,7 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
   if (jf::has(j, "parameterServersOwnPods")) c.parameter_servers_own_pods = jf::get_bool(j, "parameterServersOwnPods", p);
   if (jf::has(j, "hangTimeoutSeconds")) c.hang_timeout_seconds = jf::get_int32(j, "hangTimeoutSeconds", p);
   if (jf::has(j, "testOptions")) c.test = run_test_options_from_json(jf::get_object(j, "testOptions", p));
+  if (jf::has(j, "stragglerThreshold")) c.straggler_threshold = jf::get_number(j, "stragglerThreshold", p);
   if (has_parameter_servers(c.paradigm) &&
       (c.parameter_servers < kMinParameterServers || c.parameter_servers > kMaxParameterServers)) {
     throw std::runtime_error("parameterServers: paradigm hybrid-ps needs " + std::to_string(kMinParameterServers) +
@@ -186,6 +195,7 @@ std::vector<RunConfig> plan_runs(const BenchmarkJob& job, int cores, ServerPlace
     c.repeats = b.repeats;
     c.seed = b.seed;
     c.learning_rate = b.learning_rate;
+    c.straggler_threshold = b.straggler_threshold;
     if (has_parameter_servers(c.paradigm))
       c.parameter_servers = e.parameter_servers.value_or(b.hybrid_ps.parameter_servers);
     c.parameter_servers_own_pods = c.parameter_servers > 0 && servers == ServerPlacement::OwnPods;

@@ -32,11 +32,17 @@ struct RunTestOptions {
   /// "sigstopAtStep".
   int sigstop_rank = -1;
   int sigstop_at_step = 0;
+  /// paradigms none / ddp / zero: this rank computes slow_factor forward + backward passes per
+  /// step instead of one (the extra ones on a private copy of the model, so the training is
+  /// unchanged): real compute, as a slow device or a throttled CPU would add (-1: none).
+  /// "slowRank", "slowFactor" (an integer >= 1).
+  int slow_rank = -1;
+  int slow_factor = 1;
 
   /// Anything set (the default is a normal run).
   bool any() const {
     return loss_scale != 0 || no_dropout || sigkill_rank_at_first_measured_step != -1 || allreduce_fault_rank != -1 ||
-           sigstop_rank != -1;
+           sigstop_rank != -1 || slow_rank != -1;
   }
 };
 
@@ -86,6 +92,8 @@ struct RunConfig {
   /// node 0's trainers (trainbench run): LOCAL_WORLD_SIZE and threads then count trainers only.
   /// "parameterServersOwnPods", written only when true.
   bool parameter_servers_own_pods = false;
+  /// spec.benchmark.stragglerThreshold ("stragglerThreshold"; 0.7 when absent).
+  double straggler_threshold = 0.7;
   RunTestOptions test;  ///< tests only ("testOptions", written only when set)
 
   /// The trainers (devices): examples/sec and speedup count these.

@@ -108,23 +108,58 @@ ServerResult server_result_from_json(const nlohmann::json& sj, const std::string
   return s;
 }
 
+nlohmann::json to_json(const RankResult& rk) {
+  nlohmann::json j = {{"rank", rk.rank},
+                      {"nodeRank", rk.node_rank},
+                      {"localRank", rk.local_rank},
+                      {"stepSeconds", rk.step_seconds},
+                      {"peakMemoryBytes", rk.peak_memory_bytes},
+                      {"finalLoss", rk.final_loss},
+                      {"initialLoss", rk.initial_loss},
+                      {"optimizerStateBytes", rk.optimizer_state_bytes},
+                      {"parameterCount", rk.parameter_count},
+                      {"stage", rk.stage},
+                      {"bubbleFraction", rk.bubble_fraction}};
+  if (!rk.compute_seconds.empty()) j["computeSeconds"] = rk.compute_seconds;
+  if (!rk.communication_seconds.empty()) j["communicationSeconds"] = rk.communication_seconds;
+  return j;
+}
+
+/// An optional [repeat][step] list beside stepSeconds: absent (empty) or of its shape.
+std::vector<std::vector<double>> step_split(const nlohmann::json& rj, const std::string& key, const std::string& p,
+                                            const std::vector<std::vector<double>>& step_seconds) {
+  if (!jf::has(rj, key)) return {};
+  std::vector<std::vector<double>> out = seconds_lists(rj, key, p, false);
+  bool same = out.size() == step_seconds.size();
+  for (std::size_t r = 0; same && r < out.size(); ++r) same = out[r].size() == step_seconds[r].size();
+  if (!same) throw std::runtime_error(p + "." + key + ": must have the shape of stepSeconds");
+  return out;
+}
+
+RankResult rank_result_from_json(const nlohmann::json& rj, const std::string& p) {
+  jf::require_object(rj, p);
+  RankResult rk;
+  rk.rank = jf::get_int32(rj, "rank", p);
+  rk.node_rank = jf::get_int32(rj, "nodeRank", p);
+  rk.local_rank = jf::get_int32(rj, "localRank", p);
+  rk.peak_memory_bytes = jf::get_int(rj, "peakMemoryBytes", p);
+  rk.final_loss = jf::get_number(rj, "finalLoss", p);
+  if (jf::has(rj, "initialLoss")) rk.initial_loss = jf::get_number(rj, "initialLoss", p);
+  if (jf::has(rj, "optimizerStateBytes")) rk.optimizer_state_bytes = jf::get_int(rj, "optimizerStateBytes", p);
+  if (jf::has(rj, "parameterCount")) rk.parameter_count = jf::get_int(rj, "parameterCount", p);
+  if (jf::has(rj, "stage")) rk.stage = jf::get_int32(rj, "stage", p);
+  if (jf::has(rj, "bubbleFraction")) rk.bubble_fraction = jf::get_number(rj, "bubbleFraction", p);
+  rk.step_seconds = seconds_lists(rj, "stepSeconds", p, false);
+  rk.compute_seconds = step_split(rj, "computeSeconds", p, rk.step_seconds);
+  rk.communication_seconds = step_split(rj, "communicationSeconds", p, rk.step_seconds);
+  return rk;
+}
+
 }  // namespace
 
 nlohmann::json to_json(const RunResult& r) {
   nlohmann::json ranks = nlohmann::json::array();
-  for (const auto& rk : r.ranks) {
-    ranks.push_back({{"rank", rk.rank},
-                     {"nodeRank", rk.node_rank},
-                     {"localRank", rk.local_rank},
-                     {"stepSeconds", rk.step_seconds},
-                     {"peakMemoryBytes", rk.peak_memory_bytes},
-                     {"finalLoss", rk.final_loss},
-                     {"initialLoss", rk.initial_loss},
-                     {"optimizerStateBytes", rk.optimizer_state_bytes},
-                     {"parameterCount", rk.parameter_count},
-                     {"stage", rk.stage},
-                     {"bubbleFraction", rk.bubble_fraction}});
-  }
+  for (const auto& rk : r.ranks) ranks.push_back(to_json(rk));
   nlohmann::json out = {{"runIndex", r.run_index},         {"worldSize", r.world_size},
           {"parameterCount", r.parameter_count}, {"ddpBucketCount", r.ddp_bucket_count},
           {"environment", to_json(r.environment)}, {"ranks", ranks}};
@@ -159,34 +194,7 @@ RunResult run_result_from_json(const nlohmann::json& j) {
   r.environment = environment_from_json(jf::get_object(j, "environment", ""));
   const auto& ranks = jf::get_array(j, "ranks", "");
   for (std::size_t i = 0; i < ranks.size(); ++i) {
-    const std::string p = "ranks[" + std::to_string(i) + "]";
-    const auto& rj = ranks[i];
-    jf::require_object(rj, p);
-    RankResult rk;
-    rk.rank = jf::get_int32(rj, "rank", p);
-    rk.node_rank = jf::get_int32(rj, "nodeRank", p);
-    rk.local_rank = jf::get_int32(rj, "localRank", p);
-    rk.peak_memory_bytes = jf::get_int(rj, "peakMemoryBytes", p);
-    rk.final_loss = jf::get_number(rj, "finalLoss", p);
-    if (jf::has(rj, "initialLoss")) rk.initial_loss = jf::get_number(rj, "initialLoss", p);
-    if (jf::has(rj, "optimizerStateBytes")) rk.optimizer_state_bytes = jf::get_int(rj, "optimizerStateBytes", p);
-    if (jf::has(rj, "parameterCount")) rk.parameter_count = jf::get_int(rj, "parameterCount", p);
-    if (jf::has(rj, "stage")) rk.stage = jf::get_int32(rj, "stage", p);
-    if (jf::has(rj, "bubbleFraction")) rk.bubble_fraction = jf::get_number(rj, "bubbleFraction", p);
-    const auto& reps = jf::get_array(rj, "stepSeconds", p);
-    for (std::size_t r_i = 0; r_i < reps.size(); ++r_i) {
-      const std::string rp = p + ".stepSeconds[" + std::to_string(r_i) + "]";
-      if (!reps[r_i].is_array() || reps[r_i].empty()) throw std::runtime_error(rp + ": must be a non-empty array");
-      std::vector<double> steps;
-      for (std::size_t s = 0; s < reps[r_i].size(); ++s) {
-        const double v = jf::as_number(reps[r_i][s], rp + "[" + std::to_string(s) + "]");
-        if (v < 0) throw std::runtime_error(rp + "[" + std::to_string(s) + "]: must be >= 0");
-        steps.push_back(v);
-      }
-      rk.step_seconds.push_back(std::move(steps));
-    }
-    if (rk.step_seconds.empty()) throw std::runtime_error(p + ".stepSeconds: must not be empty");
-    r.ranks.push_back(std::move(rk));
+    r.ranks.push_back(rank_result_from_json(ranks[i], "ranks[" + std::to_string(i) + "]"));
   }
   if (jf::has(j, "servers")) {
     const auto& servers = jf::get_array(j, "servers", "");

@@ -46,6 +46,13 @@ struct RankResult {
   /// spent waiting for activations / gradients from its neighbours (the measured bubble).
   int stage = -1;
   double bubble_fraction = 0.0;
+  /// Each measured step split, [repeat][step] as step_seconds: compute (forward, backward,
+  /// optimizer: the step's time not spent waiting on other ranks) and exposed communication
+  /// (waiting for the gradients' all-reduce, a pipeline neighbour, a parameter server).
+  /// "computeSeconds", "communicationSeconds"; empty when absent (paradigm allreduce, older
+  /// results).
+  std::vector<std::vector<double>> compute_seconds{};
+  std::vector<std::vector<double>> communication_seconds{};
 };
 
 /// paradigm hybrid-ps: one parameter server's measurements ("servers" of the RunResult). The

@@ -101,6 +101,9 @@ struct BenchmarkSpec {
   HybridEmbeddingSpec hybrid_embedding;
   AllreduceSpec allreduce;           ///< paradigm allreduce: message sizes and dtype
   HybridPsSpec hybrid_ps;            ///< paradigm hybrid-ps: parameter servers
+  /// A rank whose straggler score (fastest rank's compute / its compute) is below this is named
+  /// a straggler in the report, status and an Event. In (0, 1].
+  double straggler_threshold = 0.7;
   double efficiency_target = 0.8;    ///< runs below this scaling efficiency are flagged, in (0, 1]
   /// a run whose repeats' p50 sec/iter spread ((max - min) / median) exceeds this % is noisy
   double noise_threshold_percent = 10;

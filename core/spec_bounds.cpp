@@ -88,6 +88,7 @@ void benchmark_bounds(std::vector<FieldBound>& t) {
                      range(b + "repeats", kRepeats),
                      at_least(b + "seed", kSeed.min),
                      positive(b + "learningRate"),
+                     positive(b + "stragglerThreshold", 1),
                      positive(b + "efficiencyTarget", kMaxEfficiencyTarget),
                      positive(b + "noiseThresholdPercent"),
                      range(b + "threadsPerProcess", kThreadsPerProcess),

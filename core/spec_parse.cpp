@@ -421,6 +421,7 @@ void read_benchmark(Reader& r, const YAML::Node& n, BenchmarkSpec& b) {
                  "hybridEmbedding",
                  "allreduce",
                  "hybridPs",
+                 "stragglerThreshold",
                  "efficiencyTarget",
                  "noiseThresholdPercent"}))
     return;
@@ -440,6 +441,7 @@ void read_benchmark(Reader& r, const YAML::Node& n, BenchmarkSpec& b) {
     }
   }
   r.read_double(n, "learningRate", path, b.learning_rate);
+  r.read_double(n, "stragglerThreshold", path, b.straggler_threshold);
   r.read_double(n, "efficiencyTarget", path, b.efficiency_target);
   r.read_double(n, "noiseThresholdPercent", path, b.noise_threshold_percent);
   r.read_int(n, "threadsPerProcess", path, b.threads_per_process);

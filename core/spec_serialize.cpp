@@ -20,6 +20,7 @@ json benchmark_json(const BenchmarkSpec& b) {
       {"repeats", b.repeats},
       {"seed", b.seed},
       {"learningRate", b.learning_rate},
+      {"stragglerThreshold", b.straggler_threshold},
       {"efficiencyTarget", b.efficiency_target},
       {"noiseThresholdPercent", b.noise_threshold_percent},
       {"threadsPerProcess", b.threads_per_process},

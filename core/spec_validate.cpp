@@ -40,6 +40,10 @@ class Checker {
   void positive(const std::string& path, double v) {
     if (!(v > 0) || !std::isfinite(v)) errors_.push_back({path, "must be > 0, got " + fmt_number(v)});
   }
+  /// In (0, 1].
+  void fraction(const std::string& path, double v) {
+    if (!(v > 0 && v <= 1)) errors_.push_back({path, "must be > 0 and <= 1, got " + fmt_number(v)});
+  }
   void one_of(const std::string& path, const std::string& v, const std::vector<std::string>& allowed) {
     if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
       errors_.push_back({path, one_of_message(allowed, v)});
@@ -333,6 +337,7 @@ void check_benchmark(Checker& c, const BenchmarkJob& job) {
   c.in_range(bp + ".measureSteps", b.measure_steps, kMeasureSteps);
   c.in_range(bp + ".repeats", b.repeats, kRepeats);
   c.positive(bp + ".learningRate", b.learning_rate);
+  c.fraction(bp + ".stragglerThreshold", b.straggler_threshold);
   c.positive(bp + ".efficiencyTarget", b.efficiency_target);
   if (b.efficiency_target > static_cast<double>(kMaxEfficiencyTarget)) {
     c.add(bp + ".efficiencyTarget", "must be <= 1 (a scaling efficiency), got " + fmt_number(b.efficiency_target));

@@ -229,7 +229,8 @@ class AllreduceStep final : public Step {
 
   LoopShape loop_shape() const override { return LoopShape{0, 1, static_cast<int>(sizes_.size())}; }
   RecordShape record_shape() const override {
-    return RecordShape{static_cast<std::size_t>(rank_.config.repeats), sizes_.size(), 0};
+    // Pure communication: no compute / communication split.
+    return RecordShape{static_cast<std::size_t>(rank_.config.repeats), sizes_.size(), 0, false};
   }
 
  private:

@@ -310,7 +310,9 @@ class HybridTrainerStep final : public Step {
   StepTiming run_step(const StepContext& step) override {
     const std::int64_t s = step.index;
     const auto t0 = Clock::now();
-    const torch::Tensor features = lookup(s).reshape({batch_size(), tables() * dim()}).requires_grad_(true);
+    double communication = 0;  // exposed: the servers' replies, the all-reduce, the sends' completion
+    const torch::Tensor features =
+        lookup(s, communication).reshape({batch_size(), tables() * dim()}).requires_grad_(true);
     RankProgress& progress = rank_.progress();
     progress.enter(ProgressPhase::kForward);
     reducer_->zero_grad();
@@ -325,7 +327,7 @@ class HybridTrainerStep final : public Step {
       throw std::runtime_error("all-reduce of the dense gradients among the trainers (step " + std::to_string(s + 1) +
                                "): " + e.what());
     }
-    const double communication = seconds_between(w0, Clock::now());
+    communication += seconds_between(w0, Clock::now());
     // The features' gradient to every server, which turns it into its rows' gradients.
     const torch::Tensor grad = features.grad().reshape({batch_size() * tables(), dim()}).contiguous();
     const int T = trainer_count();
@@ -334,11 +336,13 @@ class HybridTrainerStep final : public Step {
     for (int srv = 0; srv < P; ++srv) grad_sends.push_back(comm_.send(grad, T + srv, tag(Msg::kGrad, s)));
     progress.enter(ProgressPhase::kOptimizer);
     optimizer_->step();
+    const auto g0 = Clock::now();
     for (int srv = 0; srv < P; ++srv) {
       wait_for(grad_sends[static_cast<std::size_t>(srv)],
                "sending the gradient of step " + std::to_string(s + 1) + " to " + server_name(srv, T));
     }
     const auto t1 = Clock::now();
+    communication += seconds_between(g0, t1);
     return StepTiming{seconds_between(t0, t1), communication, loss.item<double>()};
   }
 
@@ -363,8 +367,9 @@ class HybridTrainerStep final : public Step {
   std::int64_t dim() const { return rank_.config.hybrid_embedding.embedding_dim; }
 
   /// Step s's lookups: each server gets the ids it owns, as (bag, table * its rows + local row),
-  /// and answers with its partial bag sums; returns their sum [B * tables, D].
-  torch::Tensor lookup(std::int64_t s) {
+  /// and answers with its partial bag sums; returns their sum [B * tables, D]. Adds the seconds
+  /// spent waiting for the servers to `waited`.
+  torch::Tensor lookup(std::int64_t s, double& waited) {
     const int T = trainer_count();
     const int P = rank_.config.parameter_servers;
     const RowSharding sharding{rank_.config.hybrid_embedding.num_embeddings, P};
@@ -383,11 +388,13 @@ class HybridTrainerStep final : public Step {
       sums.push_back(torch::empty({batch_size() * tables(), dim()}));
       recvs.push_back(comm_.recv(sums.back(), T + srv, tag(Msg::kSums, s)));
     }
+    const auto w0 = Clock::now();
     for (int srv = 0; srv < P; ++srv) {
       wait_for(recvs[static_cast<std::size_t>(srv)].as(ProgressPhase::kPsRequest, T + srv),
                "lookup of step " + std::to_string(s + 1) + " from " + server_name(srv, T));
     }
     for (auto& w : sends) wait_for(w, "sending the ids of step " + std::to_string(s + 1) + " to the parameter servers");
+    waited += seconds_between(w0, Clock::now());
     torch::Tensor features = sums[0];
     for (int srv = 1; srv < P; ++srv) features = features + sums[static_cast<std::size_t>(srv)];
     return features;

@@ -128,7 +128,8 @@ std::unique_ptr<WorkerMetrics> WorkerMetrics::serve(const std::string& listen, c
                         .Add(L, telemetry::duration_buckets_seconds());
   r.communication_seconds =
       &r.add(prometheus::BuildHistogram(), "trainbench_communication_duration_seconds",
-             "Time a measured step waited for gradient communication after its backward pass.")
+             "Time a measured step waited on other ranks (exposed communication: the gradients' all-reduce, a "
+             "pipeline neighbour, a parameter server, ZeRO's all-gather).")
            .Add(L, telemetry::duration_buckets_seconds());
   r.examples_per_second = &r.add(prometheus::BuildGauge(), "trainbench_examples_per_second",
                                  "Examples per second of this rank over its last measured step.")

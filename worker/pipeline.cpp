@@ -316,7 +316,9 @@ double PipelineStage::forward_backward(const at::Tensor& inputs, const at::Tenso
     ins[mi] = at::Tensor();
   }
   for (auto& s : sends) timed_wait(s);
+  const auto sync_start = Clock::now();
   sync_shared_gradients();
+  last_shared_sync_ = seconds_since(sync_start);
   last_wait_ = wait;
   return last ? loss_sum : 0.0;
 }

@@ -47,6 +47,8 @@ class PipelineStage {
 
   /// Seconds the last forward_backward spent waiting for neighbours (recv and send completion).
   double last_wait_seconds() const { return last_wait_; }
+  /// Its exposed communication: that wait and the exchange of tied weights' gradients.
+  double last_communication_seconds() const { return last_wait_ + last_shared_sync_; }
   /// Overwrites `values` with the last stage's (a broadcast every rank must join).
   void share_from_last_stage(std::vector<double>& values);
 
@@ -68,6 +70,7 @@ class PipelineStage {
   std::vector<std::int64_t> input_shape_;   ///< per example, of this stage's input
   std::vector<std::int64_t> output_shape_;  ///< per example, of this stage's output
   double last_wait_ = 0;
+  double last_shared_sync_ = 0;  ///< seconds of the last sync_shared_gradients()
   struct SharedTensor {
     at::Tensor tensor;
     std::vector<int> peers;  ///< the other stages holding a copy

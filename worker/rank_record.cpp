@@ -45,7 +45,7 @@ std::vector<std::vector<double>> get_lists(const double* in, std::size_t repeats
 }  // namespace
 
 std::size_t RecordShape::width() const {
-  return kScalarFields + repeats * steps_per_repeat + 2 * repeats * requests_per_repeat;
+  return kScalarFields + (compute_split ? 3 : 1) * repeats * steps_per_repeat + 2 * repeats * requests_per_repeat;
 }
 
 std::vector<double> encode_record(const RankRecord& x, const RecordShape& shape) {
@@ -69,6 +69,13 @@ std::vector<double> encode_record(const RankRecord& x, const RecordShape& shape)
   put_lists(x.step_seconds, shape.repeats, shape.steps_per_repeat, lists);
   put_lists(x.service_seconds, shape.repeats, shape.requests_per_repeat, lists + steps);
   put_lists(x.queue_seconds, shape.repeats, shape.requests_per_repeat, lists + steps + requests);
+  if (shape.compute_split) {
+    double* split = lists + steps + 2 * requests;
+    put_lists(x.compute_seconds, shape.repeats, shape.steps_per_repeat, split);
+    put_lists(x.communication_seconds, shape.repeats, shape.steps_per_repeat, split + steps);
+  } else if (!x.compute_seconds.empty() || !x.communication_seconds.empty()) {
+    throw std::logic_error("rank record: a compute / communication split in a shape without one");
+  }
   return row;
 }
 
@@ -95,6 +102,11 @@ RankRecord decode_record(const double* row, const RecordShape& shape) {
     x.service_seconds = get_lists(lists + steps, shape.repeats, shape.requests_per_repeat);
     x.queue_seconds = get_lists(lists + steps + requests, shape.repeats, shape.requests_per_repeat);
   }
+  if (shape.compute_split) {
+    const double* split = lists + steps + 2 * requests;
+    x.compute_seconds = get_lists(split, shape.repeats, shape.steps_per_repeat);
+    x.communication_seconds = get_lists(split + steps, shape.repeats, shape.steps_per_repeat);
+  }
   return x;
 }
 
@@ -111,6 +123,8 @@ RankResult to_rank_result(const RankRecord& x) {
   r.parameter_count = x.parameter_count;
   r.stage = x.stage;
   r.bubble_fraction = x.bubble_fraction;
+  r.compute_seconds = x.compute_seconds;
+  r.communication_seconds = x.communication_seconds;
   return r;
 }
 

@@ -31,6 +31,11 @@ struct RankRecord {
   /// [repeat][step] seconds of each measured step (allreduce: [repeat][size] per all-reduce;
   /// hybrid-ps server: its update of each measured step).
   std::vector<std::vector<double>> step_seconds;
+  /// [repeat][step]: each measured step's compute (its time not spent waiting on other ranks)
+  /// and exposed communication (StepTiming::communication_seconds); empty where the shape has
+  /// no split (paradigm allreduce).
+  std::vector<std::vector<double>> compute_seconds{};
+  std::vector<std::vector<double>> communication_seconds{};
   /// hybrid-ps server: [repeat][request], from service start to sums sent / arrival to start.
   std::vector<std::vector<double>> service_seconds;
   std::vector<std::vector<double>> queue_seconds;
@@ -41,6 +46,7 @@ struct RecordShape {
   std::size_t repeats = 1;
   std::size_t steps_per_repeat = 0;     ///< step_seconds[r].size()
   std::size_t requests_per_repeat = 0;  ///< service_seconds[r].size() (hybrid-ps servers; else 0)
+  bool compute_split = true;            ///< compute_seconds and communication_seconds (not allreduce)
   /// The row's length in doubles.
   std::size_t width() const;
 };

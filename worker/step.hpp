@@ -32,8 +32,12 @@ struct StepContext {
 
 /// What one step reports to the loop.
 struct StepTiming {
-  double seconds = 0;                ///< the step's time (stepSeconds, progress, metrics)
-  double communication_seconds = 0;  ///< of it, waiting for the gradients' all-reduce (metrics)
+  double seconds = 0;  ///< the step's time (stepSeconds, progress, metrics)
+  /// Of it, the exposed communication: waiting on other ranks (the gradients' all-reduce, a
+  /// pipeline neighbour's activations / gradients, a parameter server's reply, ZeRO's
+  /// all-gather). The rest is the step's compute (the record's computeSeconds, the straggler
+  /// scores, /metrics).
+  double communication_seconds = 0;
   std::optional<double> loss;        ///< the loss where this rank computes one (must be finite)
 };
 

@@ -3,6 +3,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <iostream>
@@ -228,6 +229,14 @@ class LoopMetrics {
   std::int64_t allreduce_bytes_ = 0;
 };
 
+/// Appends a measured step's compute (its time not spent waiting on other ranks) and exposed
+/// communication to repeat `r` of the record.
+void add_split(RankRecord& record, std::size_t r, const StepTiming& t) {
+  const double communication = std::min(std::max(t.communication_seconds, 0.0), t.seconds);
+  record.compute_seconds[r].push_back(t.seconds - communication);
+  record.communication_seconds[r].push_back(communication);
+}
+
 /// Runs `step` through the warm-up and the measured repeats; returns the rank's record with its
 /// ids, step times, first and last measured losses and peak memory.
 RankRecord run_loop(Step& step, const RankContext& rank, LoopMetrics& metrics) {
@@ -255,20 +264,27 @@ RankRecord run_loop(Step& step, const RankContext& rank, LoopMetrics& metrics) {
       check_loss_is_finite(last_loss, index);
     }
     metrics.observe(t, measured);
-    return t.seconds;
+    return t;
   };
   for (int s = 1; s <= shape.warmup_steps; ++s) {
-    const double sec = run(false, 0);
+    const double sec = run(false, 0).seconds;
     if (report_progress) write_progress(progress, "warmup", 0, shape.repeats, s, shape.warmup_steps, sec);
   }
   const int kill_rank = rank.config.test.sigkill_rank_at_first_measured_step;
+  const bool split = step.record_shape().compute_split;
   record.step_seconds.resize(static_cast<std::size_t>(shape.repeats));
+  if (split) {
+    record.compute_seconds.resize(static_cast<std::size_t>(shape.repeats));
+    record.communication_seconds.resize(static_cast<std::size_t>(shape.repeats));
+  }
   for (int r = 1; r <= shape.repeats; ++r) {
     auto& times = record.step_seconds[static_cast<std::size_t>(r - 1)];
     times.reserve(static_cast<std::size_t>(shape.measure_steps));
     for (int s = 1; s <= shape.measure_steps; ++s) {
       if (index == shape.warmup_steps && env.rank == kill_rank) std::raise(SIGKILL);  // test option
-      times.push_back(run(true, r - 1));
+      const StepTiming t = run(true, r - 1);
+      times.push_back(t.seconds);
+      if (split) add_split(record, static_cast<std::size_t>(r - 1), t);
       if (r == 1 && s == 1) record.initial_loss = last_loss;
       if (report_progress) write_progress(progress, "measure", r, shape.repeats, s, shape.measure_steps, times.back());
     }

@@ -59,6 +59,7 @@ void validate_training(const RankEnv& env, const RunConfig& c, const WorkerOptio
     throw ConfigError("TRAINBENCH_REFERENCE_WORLD_SIZE needs paradigm none and world size 1");
   }
   if (o.reference_world_size < 0) throw ConfigError("TRAINBENCH_REFERENCE_WORLD_SIZE must be >= 1");
+  if (c.test.slow_rank != -1 && splits_into_stages(c.paradigm)) fail("testOptions.slowRank: paradigms none, ddp, zero");
   (void)autocast_dtype_for(c.precision, c.device);  // throws for amp-fp16 off CUDA
 }
 
@@ -113,6 +114,31 @@ void synchronize(const torch::Device& device) {
 
 // ---------------------------------------------------------------- none / ddp / zero
 
+/// Test option slowRank / slowFactor: `passes` extra forward + backward passes per step on a
+/// private copy of the model (its gradients dropped), so that the rank computes slowFactor
+/// times a step's work while its training stays that of the other ranks. Real compute, not a
+/// sleep: the straggler score measures compute.
+class SlowRankWork {
+ public:
+  SlowRankWork(const RunConfig& c, const torch::Device& device, int passes)
+      : model_(build_rank_model(c, device)), params_(model_->parameters()), passes_(passes) {}
+
+  void run(const SyntheticBatch& batch) {
+    for (int k = 0; k < passes_; ++k) {
+      clear_gradients(params_);
+      model_->loss(batch.inputs, batch.targets).backward();
+    }
+    synchronize(model_device());
+  }
+
+ private:
+  torch::Device model_device() const { return params_.empty() ? torch::Device(torch::kCPU) : params_[0].device(); }
+
+  std::shared_ptr<BenchModel> model_;
+  std::vector<torch::Tensor> params_;
+  int passes_ = 0;
+};
+
 /// How the ranks of a data-parallel step keep their replicas equal.
 enum class Replication {
   kNone,             ///< paradigm none: one process
@@ -124,6 +150,10 @@ class DataParallelStep final : public Step {
  public:
   DataParallelStep(RankContext& rank, Replication replication) : Step(rank), device_(rank.device) {
     const RunConfig& c = rank.config;
+    // Before the model: its copy reseeds the RNG, which the model's own build then reseeds.
+    if (c.test.slow_rank == rank.env.rank && c.test.slow_factor > 1) {
+      slow_ = std::make_unique<SlowRankWork>(c, device_, c.test.slow_factor - 1);
+    }
     const bool ddp = replication != Replication::kNone;
     Communicator* comm = ddp ? &rank.comm() : nullptr;
     model_ = build_rank_model(c, device_);
@@ -145,10 +175,13 @@ class DataParallelStep final : public Step {
 
   StepTiming run_step(const StepContext& step) override {
     const auto t0 = Clock::now();
+    double communication = 0;
     if (sync_buffers_) {
       comm_->broadcast(buffers_, 0);
+      communication += seconds_between(t0, Clock::now());
       rank_.progress().enter(ProgressPhase::kForward);
     }
+    if (slow_) slow_->run(batch_);  // test option: extra compute on this rank
     if (reducer_) {
       reducer_->zero_grad();
       reducer_->prepare_for_backward();
@@ -166,7 +199,7 @@ class DataParallelStep final : public Step {
     if (reducer_) {
       const auto w0 = Clock::now();
       reducer_->finish_backward();
-      last_communication_ = seconds_between(w0, Clock::now());
+      communication += seconds_between(w0, Clock::now());
     }
     rank_.progress().enter(ProgressPhase::kOptimizer);
     if (scaler_) {
@@ -179,7 +212,8 @@ class DataParallelStep final : public Step {
     synchronize(device_);
     const auto t1 = Clock::now();
     ++steps_run_;
-    StepTiming t{seconds_between(t0, t1), last_communication_, loss.item<double>()};
+    communication += optimizer_->take_communication_seconds();  // zero: the parameters' all-gather
+    StepTiming t{seconds_between(t0, t1), communication, loss.item<double>()};
     if (log_steps_) log_step(step, t);
     return t;
   }
@@ -227,7 +261,7 @@ class DataParallelStep final : public Step {
   std::optional<at::ScalarType> autocast_;
   std::optional<GradScaler> scaler_;
   bool log_steps_ = false;
-  double last_communication_ = 0;
+  std::unique_ptr<SlowRankWork> slow_;
   std::int64_t steps_run_ = 0;
 };
 
@@ -263,7 +297,7 @@ class PipelineTrainStep final : public Step {
     synchronize(device_);
     const auto t1 = Clock::now();
     waits_.push_back(stage_->last_wait_seconds());
-    return StepTiming{seconds_between(t0, t1), 0, loss};
+    return StepTiming{seconds_between(t0, t1), stage_->last_communication_seconds(), loss};
   }
 
   void finish(RankRecord& record) override {

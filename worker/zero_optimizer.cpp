@@ -4,7 +4,9 @@
 #include <torch/optim/sgd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <utility>
 
 #include "worker/worker_error.hpp"
 
@@ -127,6 +129,7 @@ class ZeroAdam : public StepOptimizer {
     const int r = comm_.rank();
     RankProgress& progress = comm_.progress();
     const std::uint64_t seq = progress.next_collective();
+    const auto t0 = std::chrono::steady_clock::now();
     for (int k = 0; k + 1 < n; ++k) {
       const auto out = static_cast<std::size_t>(((r - k) % n + n) % n);
       const auto in = static_cast<std::size_t>(((r - k - 1) % n + n) % n);
@@ -136,7 +139,10 @@ class ZeroAdam : public StepOptimizer {
       received.untracked().wait();
       sent.untracked().wait();
     }
+    communication_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
+
+  double take_communication_seconds() override { return std::exchange(communication_, 0.0); }
 
   std::int64_t state_bytes() const override { return nbytes(exp_avg_) + nbytes(exp_avg_sq_); }
 
@@ -157,6 +163,7 @@ class ZeroAdam : public StepOptimizer {
   at::Tensor flat_;                ///< all parameters, flat, padded to size x shard elements
   std::vector<at::Tensor> slots_;  ///< views of flat_: the shard of each rank
   std::int64_t step_ = 0;
+  double communication_ = 0;  ///< seconds in the all-gather since take_communication_seconds()
 };
 
 }  // namespace

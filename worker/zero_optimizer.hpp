@@ -19,6 +19,9 @@ class StepOptimizer {
   virtual void step() = 0;
   /// Bytes of optimizer state this rank holds now (SGD momentum buffers, Adam's two moments).
   virtual std::int64_t state_bytes() const = 0;
+  /// Seconds the steps since the last call waited on other ranks (ZeRO's all-gather; 0 for a
+  /// local optimizer), and starts counting again.
+  virtual double take_communication_seconds() { return 0; }
 };
 
 /// `name` sgd: torch::optim::SGD with momentum 0.9; adam: torch::optim::Adam with its defaults

@@ -14,6 +14,7 @@
 #include "core/report_notes.hpp"
 #include "core/run_config.hpp"
 #include "core/spec.hpp"
+#include "core/straggler.hpp"
 #include "operator/controller/json_access.hpp"
 #include "operator/controller/manifests.hpp"
 #include "operator/controller/naming.hpp"
@@ -36,6 +37,10 @@ int int_or(const json& j, const char* key, int fallback) {
 /// How long a master pod's result may take to reach the operator's ConfigMap cache after the
 /// pod is seen Succeeded (two watch streams, either of which can lag or be cut and resumed).
 constexpr auto kResultArrivalGrace = std::chrono::seconds(30);
+
+/// Stragglers a Stragglers Event names (lowest score first; its message stays well under the
+/// 1 KiB Kubernetes' own recorders keep): status and the result ConfigMap name the rest.
+constexpr std::size_t kStragglersNamedInEvent = 5;
 
 /// When the master pod's container ended (state.terminated.finishedAt), if the pod says.
 std::optional<Clock::time_point> master_finished_at(const json& pod) {
@@ -364,6 +369,7 @@ class Reconcile {
       rs.completion_time = now_;
       emit("Normal", "RunSucceeded", "run " + std::to_string(run.index) + " (" + rs.label + ") succeeded",
            run_key(run.index, -1));
+      warn_of_stragglers(run.index, rs);
       if (clean_pod_policy() == CleanPodPolicy::kAll) {
         delete_pods(pods_of(run.index, -1), run_selector(run.index));
       } else {
@@ -681,6 +687,15 @@ class Reconcile {
     if (!o_.reporter_role_binding) {
       d_.actions.push_back({Action::Verb::Create, "rolebindings", reporter_name(job_.name), reporter_role_binding(job_), "", {}});
     }
+  }
+
+  /// A Warning Event naming a succeeded run's stragglers (core/straggler.hpp), if it has any.
+  void warn_of_stragglers(int index, const RunStatus& rs) {
+    if (!rs.summary || !rs.summary->stragglers || rs.summary->stragglers->count == 0) return;
+    emit("Warning", "Stragglers",
+         "run " + std::to_string(index) + " (" + rs.label +
+             "): " + straggler_line(*rs.summary->stragglers, kStragglersNamedInEvent),
+         run_key(index, -1));
   }
 
   /// "r<run>" or "r<run>.a<attempt>": which run (and attempt) an Event's transition belongs to.

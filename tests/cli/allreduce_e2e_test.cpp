@@ -58,6 +58,8 @@ TEST_F(AllreduceE2e, TwoRanksReportBusbwAgainstTheCopyLimit) {
   ASSERT_EQ(run["phase"], "Succeeded") << run.dump();
   EXPECT_EQ(run["paradigm"], "allreduce");
   EXPECT_EQ(run["label"], "1M/2G allreduce");
+  EXPECT_FALSE(run.contains("stragglers")) << "pure communication: nothing to score";
+  EXPECT_FALSE(run["ranks"][0].contains("computeSeconds"));
   const auto& ar = run["allreduce"];
   EXPECT_EQ(ar["worldSize"], 2);
   EXPECT_EQ(ar["busbwFactor"], 1.0);

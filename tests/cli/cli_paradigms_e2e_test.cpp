@@ -76,7 +76,16 @@ TEST(CliParadigms, EveryParadigmSideBySide) {
       EXPECT_GT(rk["peakMemoryBytes"].get<std::int64_t>(), 0);
       EXPECT_EQ(rk.contains("bubbleFraction"), staged);
       EXPECT_EQ(rk.contains("stage"), staged);
+      // Every paradigm splits its steps: waiting on other ranks (none has no one to wait for).
+      EXPECT_GT(rk["computeSeconds"].get<double>(), 0);
+      if (paradigm == "none") {
+        EXPECT_EQ(rk["communicationSeconds"].get<double>(), 0);
+      } else {
+        EXPECT_GT(rk["communicationSeconds"].get<double>(), 0);
+      }
+      EXPECT_EQ(rk.contains("stragglerScore"), !staged) << "stages do different work: not scored";
     }
+    EXPECT_EQ(run.contains("stragglers"), !staged);
     if (paradigm == "ddp") {
       EXPECT_EQ(state, 2 * 2 * 4 * params) << "each rank holds Adam's whole state";
     } else {

@@ -81,6 +81,12 @@ TEST_F(HybridPsRun, TrainersAndServersReportTogether) {
   EXPECT_EQ(result["worldSize"], 2);
   ASSERT_EQ(result["ranks"].size(), 2u);
   ASSERT_EQ(result["servers"].size(), 2u);
+  for (const auto& trainer : result["ranks"]) {
+    // Each step split: a trainer waits for the servers' sums and the dense all-reduce.
+    ASSERT_EQ(trainer["computeSeconds"].size(), 2u) << trainer.dump();
+    ASSERT_EQ(trainer["communicationSeconds"][1].size(), 4u) << trainer.dump();
+    for (const auto& v : trainer["communicationSeconds"][1]) EXPECT_GT(v.get<double>(), 0);
+  }
   for (int s = 0; s < 2; ++s) {
     const auto& server = result["servers"][s];
     SCOPED_TRACE(server.dump());

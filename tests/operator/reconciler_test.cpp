@@ -124,9 +124,11 @@ std::string env(const json& pod, const std::string& name) {
   return "<unset>";
 }
 
-/// Delivers run `run`'s result: every rank's step times per repeat are `steps`.
+/// Delivers run `run`'s result: every rank's step times per repeat are `steps`; with `compute`
+/// (one per rank), each step's compute is that and the rest of it communication.
 void deliver_result(Observed& o, int run, int attempt, int world,
-                    const std::vector<std::vector<double>>& steps = {{0.1, 0.2, 0.3}}) {
+                    const std::vector<std::vector<double>>& steps = {{0.1, 0.2, 0.3}},
+                    const std::vector<double>& compute = {}) {
   RunConfig cfg;
   cfg.index = run;
   cfg.nodes = 1;
@@ -137,6 +139,13 @@ void deliver_result(Observed& o, int run, int attempt, int world,
   r.world_size = world;
   r.environment.backend = "gloo";
   for (int k = 0; k < world; ++k) r.ranks.push_back({k, 0, k, steps, 1000, 1.0});
+  for (std::size_t k = 0; k < compute.size(); ++k) {
+    for (const auto& rep : steps) {
+      r.ranks[k].compute_seconds.emplace_back(rep.size(), compute[k]);
+      r.ranks[k].communication_seconds.emplace_back();
+      for (double sec : rep) r.ranks[k].communication_seconds.back().push_back(sec - compute[k]);
+    }
+  }
   json payload = {{"attempt", attempt}, {"run", to_json(summarize_run(cfg, r))}, {"environment", to_json(r.environment)}};
   for (auto& cm : o.configmaps) {
     if (cm["metadata"]["name"] == result_configmap_name("bj", run)) cm["data"]["result"] = payload.dump();
@@ -575,6 +584,61 @@ TEST(Reconciler, TransitionEventsHaveOneNamePerTransition) {
   EXPECT_EQ(event_names(reconcile(recreated)), std::vector<std::string>{"bj.runstarted.r0.a0.01234567"});
 }
 
+std::vector<const Action*> events_of(const Decision& d, const std::string& reason) {
+  std::vector<const Action*> out;
+  for (const auto* a : of(d, Action::Verb::Event)) {
+    if (a->body["reason"] == reason) out.push_back(a);
+  }
+  return out;
+}
+
+// A run whose ranks' compute differs beyond spec.benchmark.stragglerThreshold ends with a
+// Warning Event naming the slow rank (once), and its copy in status names it too.
+TEST(Reconciler, ARunWithStragglersEndsWithAWarningNamingThem) {
+  Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
+  apply(o, reconcile(o));
+  all_running(o);
+  apply(o, reconcile(o));
+  deliver_result(o, 0, 0, 1, {{0.1, 0.2, 0.3}}, {0.05});
+  Decision d = reconcile(o);
+  EXPECT_TRUE(events_of(d, "Stragglers").empty()) << "one rank: no straggler";
+  apply(o, d);
+  all_running(o);
+  apply(o, reconcile(o));
+  deliver_result(o, 1, 0, 4, {{0.1, 0.2, 0.3}}, {0.02, 0.021, 0.06, 0.02});
+  d = reconcile(o);
+  const auto warnings = events_of(d, "Stragglers");
+  ASSERT_EQ(warnings.size(), 1u) << d.actions.size();
+  EXPECT_EQ(warnings[0]->body["type"], "Warning");
+  EXPECT_EQ(warnings[0]->body["metadata"]["name"], "bj.stragglers.r1.uid-1");
+  EXPECT_EQ(warnings[0]->body["message"],
+            "run 1 (4 CPUs -- 2M/2G): stragglers (score < 0.70): rank 2 (node 0, local 2) 0.33: compute 0.060s/step "
+            "vs fastest "
+            "0.020s (rank 0)");
+  apply(o, d);
+  const json& summary = o.job["status"]["runs"][1]["summary"];
+  EXPECT_EQ(summary["stragglers"]["ranks"][0]["rank"], 2);
+  EXPECT_EQ(o.job["status"]["report"]["runs"][1]["stragglers"]["count"], 1);
+  EXPECT_TRUE(events_of(reconcile(o), "Stragglers").empty()) << "the run's end is recorded once";
+}
+
+TEST(Reconciler, ABalancedRunEndsWithoutAStragglersEvent) {
+  Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
+  apply(o, reconcile(o));
+  all_running(o);
+  apply(o, reconcile(o));
+  deliver_result(o, 0, 0, 1, {{0.1, 0.2, 0.3}}, {0.05});
+  apply(o, reconcile(o));
+  all_running(o);
+  apply(o, reconcile(o));
+  deliver_result(o, 1, 0, 4, {{0.1, 0.2, 0.3}}, {0.02, 0.021, 0.022, 0.02});
+  const Decision d = reconcile(o);
+  EXPECT_EQ(events_of(d, "RunSucceeded").size(), 1u);
+  EXPECT_TRUE(events_of(d, "Stragglers").empty());
+  apply(o, d);
+  EXPECT_EQ(o.job["status"]["runs"][1]["summary"]["stragglers"]["count"], 0);
+}
+
 /// The chaos soak's one missing Event (issue 12, soak-015: no RunStarted for run 1 attempt 1): a
 /// leader created an attempt's pods and died before its RunStarted Event and status write; a pod
 /// of the attempt was killed before the next leader's first reconcile, which restarted the run
@@ -733,8 +797,16 @@ json synthetic_result(const RunConfig& cfg, int attempt) {
     RankResult rk{k, k / cfg.devices_per_node, k % cfg.devices_per_node, {}, 9'876'543'210 + k, 6.1 + 1e-3 * k, 6.9};
     for (int rep = 0; rep < 5; ++rep) {
       std::vector<double> steps;
-      for (int s = 0; s < 100; ++s) steps.push_back(0.2 + 1e-4 * std::sin(k * 131.0 + s + rep) + (k == 7 ? 0.05 : 0));
+      std::vector<double> compute, communication;
+      for (int s = 0; s < 100; ++s) {
+        const double noise = 1e-4 * std::sin(k * 131.0 + s + rep);
+        steps.push_back(0.2 + noise + (k == 7 ? 0.05 : 0));
+        compute.push_back(0.08 + noise + (k == 7 ? 0.05 : 0));  // rank 7 scores 0.08 / 0.13
+        communication.push_back(steps.back() - compute.back());
+      }
       rk.step_seconds.push_back(steps);
+      rk.compute_seconds.push_back(compute);
+      rk.communication_seconds.push_back(communication);
     }
     rk.optimizer_state_bytes = 102'228'128;
     rk.parameter_count = 25'557'032;
@@ -784,11 +856,17 @@ TEST(Reconciler, StatusOfA1024RankSweepFitsEtcdWithRoomToSpare) {
       EXPECT_GT(rs["secPerIterP50"]["max"].get<double>(), rs["secPerIterP50"]["median"].get<double>() + 0.04);
       EXPECT_EQ(rs["detail"]["configMap"], result_configmap_name("bj", run.index));
     }
+    for (const json* r : {&summary, &in_report}) {
+      if (run.world_size() < 8) continue;  // rank 7 is the straggler
+      EXPECT_EQ((*r)["stragglers"]["count"], 1) << run.index;
+      EXPECT_EQ((*r)["stragglers"]["ranks"][0]["rank"], 7) << run.index;
+    }
   }
   // The report in status still reads back and prints, naming the slow rank of the largest run.
   const std::string text = format_report(report_from_json(st["report"]));
   EXPECT_NE(text.find("1024 ranks, p50"), std::string::npos) << text.substr(text.size() - 3000);
   EXPECT_NE(text.find("ConfigMap " + result_configmap_name("bj", 11)), std::string::npos);
+  EXPECT_NE(text.find("stragglers (score < 0.70): rank 7 (node 0, local 7) 0.62"), std::string::npos);
   EXPECT_TRUE(o.pods.empty());
 }
 

@@ -23,6 +23,8 @@ RankRecord trainer() {
   r.stage = 2;
   r.bubble_fraction = 0.25;
   r.step_seconds = {{0.1, 0.2, 0.3}, {0.4, 0.5, 0.6}};
+  r.compute_seconds = {{0.07, 0.15, 0.2}, {0.3, 0.25, 0.5}};
+  r.communication_seconds = {{0.03, 0.05, 0.1}, {0.1, 0.25, 0.1}};
   return r;
 }
 
@@ -44,7 +46,24 @@ TEST(RankRecord, ATrainerRoundTrips) {
   EXPECT_EQ(back.stage, want.stage);
   EXPECT_EQ(back.bubble_fraction, want.bubble_fraction);
   EXPECT_EQ(back.step_seconds, want.step_seconds);
+  EXPECT_EQ(back.compute_seconds, want.compute_seconds);
+  EXPECT_EQ(back.communication_seconds, want.communication_seconds);
   EXPECT_TRUE(back.service_seconds.empty());
+}
+
+// Paradigm allreduce is pure communication: its rows carry no split, and a split in such a
+// shape is a bug.
+TEST(RankRecord, AShapeWithoutASplitCarriesNone) {
+  RecordShape shape{2, 3, 0, false};
+  EXPECT_EQ(shape.width() + 2 * 2 * 3, (RecordShape{2, 3, 0}.width()));
+  RankRecord r = trainer();
+  EXPECT_THROW(encode_record(r, shape), std::logic_error);
+  r.compute_seconds.clear();
+  r.communication_seconds.clear();
+  const RankRecord back = decode_record(encode_record(r, shape).data(), shape);
+  EXPECT_EQ(back.step_seconds, r.step_seconds);
+  EXPECT_TRUE(back.compute_seconds.empty());
+  EXPECT_TRUE(to_rank_result(back).compute_seconds.empty());
 }
 
 TEST(RankRecord, AServerRoundTripsAndATrainerOfTheSameRunIsPadded) {
@@ -95,6 +114,8 @@ TEST(RankRecord, RecordsBecomeRanksAndServersInOrder) {
   EXPECT_EQ(result.ranks[1].rank, 1);
   EXPECT_EQ(result.ranks[1].stage, 2);
   EXPECT_EQ(result.ranks[1].step_seconds, t1.step_seconds);
+  EXPECT_EQ(result.ranks[1].compute_seconds, t1.compute_seconds);
+  EXPECT_EQ(result.ranks[1].communication_seconds, t1.communication_seconds);
   ASSERT_EQ(result.servers.size(), 1u);
   EXPECT_EQ(result.servers[0].rank, 2);
   EXPECT_EQ(result.servers[0].server, 0);
