@@ -31,6 +31,11 @@ double expected_normal_range(int r) {
   return boost::math::quadrature::gauss_kronrod<double, 61>::integrate(f, -inf, inf, 15, 1e-10);
 }
 
+/// "1 core", "2 cores".
+std::string count(int n, const std::string& one, const std::string& many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 std::string percent(double v) { return printf_str(v < 10 ? "%.1f%%" : "%.0f%%", v); }
 
 /// What would help a noisy run, most telling first: oversubscribed cores, then whether the
@@ -40,9 +45,10 @@ std::vector<std::string> noisy_advice(const NoiseReport& n, int repeats, int mea
   std::vector<std::string> advice;
   const int threads = n.processes_per_host * n.threads_per_process;
   if (n.host_cores && threads > *n.host_cores) {
-    advice.push_back("fewer processes than cores: " + std::to_string(n.processes_per_host) + " processes x " +
-                     std::to_string(n.threads_per_process) + " threads share " + std::to_string(*n.host_cores) +
-                     " cores (lower devicesPerNode or spec.benchmark.threadsPerProcess)");
+    advice.push_back("fewer processes than cores: " + count(n.processes_per_host, "process", "processes") + " x " +
+                     count(n.threads_per_process, "thread", "threads") + " share " +
+                     count(*n.host_cores, "core", "cores") +
+                     " (lower devicesPerNode or spec.benchmark.threadsPerProcess)");
   }
   if (jitter >= n.threshold_percent / 2) {
     advice.push_back("more measured steps (spec.benchmark.measureSteps, now " + std::to_string(measure_steps) +

@@ -44,7 +44,8 @@ Tally noisy_runs(const Report& report) {
   return t;
 }
 
-std::string efficiency_text(const RunReport& r) { return percent(*r.efficiency * 100.0); }
+/// As the table prints it.
+std::string efficiency_text(const RunReport& r) { return printf_str("%.1f%%", *r.efficiency * 100.0); }
 
 }  // namespace
 

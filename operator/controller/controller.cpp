@@ -42,6 +42,7 @@ Controller::Controller(std::shared_ptr<const kube::Client> client, ControllerOpt
     const std::string key = kube::object_key(o);
     own_.observe_job(key, o["metadata"].value("resourceVersion", ""));
     queue_.add(key);
+    enqueue_waiting_on(o);
   };
   job_handlers.on_add = job_changed;
   job_handlers.on_update = [job_changed](const json&, const json& o) { job_changed(o); };
@@ -98,6 +99,37 @@ void Controller::enqueue_jobs_on_node(const json& node) {
   for (const auto& pod : pods_->cache()->list()) {
     if (pod.value("spec", json::object()).value("nodeName", "") == name) enqueue_owner(pod);
   }
+}
+
+void Controller::enqueue_waiting_on(const json& job) {
+  const json& md = job.at("metadata");
+  const std::string ns = md.value("namespace", ""), name = md.value("name", "");
+  for (const auto& other : jobs_->cache()->list()) {
+    if (other.at("metadata").value("namespace", "") != ns) continue;
+    const auto ref = baseline_to_look_up(other);
+    if (ref && ref->kind == BaselineRef::Kind::kBenchmarkJob && ref->name == name) queue_.add(kube::object_key(other));
+  }
+}
+
+ObservedBaseline Controller::read_baseline(const json& job) const {
+  ObservedBaseline found;
+  const auto ref = baseline_to_look_up(job);
+  if (!ref) return found;
+  found.looked_up = true;
+  const std::string ns = job.at("metadata").value("namespace", "default");
+  if (ref->kind == BaselineRef::Kind::kBenchmarkJob) {
+    found.object = jobs_->cache()->get(ns, ref->name);
+    return found;
+  }
+  // A user's ConfigMap is in no informer (they watch the operator's own objects): one read,
+  // made only while the job's Regressed condition is undecided.
+  try {
+    found.object = client_->try_get(kube::resources::config_maps(), ns, ref->name);
+  } catch (const kube::ApiError& e) {
+    if (kube::is_transient(e)) throw;  // the reconcile fails and is retried with backoff
+    found.error = e.what();            // e.g. 403: said in the condition
+  }
+  return found;
 }
 
 std::map<std::string, NodeTrouble> Controller::unready_nodes(const std::vector<json>& pods) const {
@@ -187,6 +219,7 @@ bool Controller::reconcile_once(const std::string& key) {
   o.reporter_service_account = exists(*accounts_, key, "serviceaccounts", ns, reporter_name(name), now);
   o.reporter_role = exists(*roles_, key, "roles", ns, reporter_name(name), now);
   o.reporter_role_binding = exists(*bindings_, key, "rolebindings", ns, reporter_name(name), now);
+  o.baseline = read_baseline(o.job);
   o.now = Clock::now();
   const Decision d = reconcile(o, {unready_nodes(o.pods), options_.node_lost_after});
   const std::string version = o.job["metadata"].value("resourceVersion", "");

@@ -63,6 +63,10 @@ class Controller {
   bool reconcile_once(const std::string& key);
   /// The job's pods' nodes that are not Ready (nodes_ informer; empty without it).
   std::map<std::string, NodeTrouble> unready_nodes(const std::vector<nlohmann::json>& pods) const;
+  /// A job changed: the ended jobs that name it as their baseline and wait for it are reconciled.
+  void enqueue_waiting_on(const nlohmann::json& job);
+  /// spec.baseline's object for a job that has ended and not decided Regressed (baseline.hpp).
+  ObservedBaseline read_baseline(const nlohmann::json& job) const;
   /// A node changed: every job with a pod on it is reconciled.
   void enqueue_jobs_on_node(const nlohmann::json& node);
   std::vector<kube::Reflector*> reflectors() const;

@@ -195,6 +195,7 @@ class Reconcile {
     }
     if (status_.phase == JobPhase::kSucceeded || status_.phase == JobPhase::kFailed) {
       clean_up_finished_job();
+      compare_with_baseline(spec);
       return finish();
     }
     progress(spec);
@@ -257,6 +258,19 @@ class Reconcile {
       const std::string ph = pod_phase(p);
       if (ph != "Succeeded" && ph != "Failed") delete_pod(p);
     }
+  }
+
+  /// The Regressed condition of an ended job with spec.baseline, from what the controller read
+  /// (nothing when it did not look: the condition is decided, or there is no baseline). An Event
+  /// per new reason.
+  void compare_with_baseline(const BenchmarkJob& spec) {
+    if (!spec.baseline || !o_.baseline.looked_up) return;
+    const RegressionOutcome r = judge_regression(*spec.baseline, status_.report, o_.baseline);
+    const Condition* had = status_.condition(ConditionType::kRegressed);
+    if (had == nullptr || had->reason != r.reason) {
+      emit(r.reason == "NoRegression" ? "Normal" : "Warning", r.reason, r.message, "g" + std::to_string(generation_));
+    }
+    status_.set_condition({ConditionType::kRegressed, r.status, r.reason, r.message, now_, generation_});
   }
 
   // ---- the current run ----

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "operator/controller/baseline.hpp"
+
 namespace trainbench::op {
 
 using Clock = std::chrono::system_clock;
@@ -31,6 +33,9 @@ struct Observed {
   bool reporter_role = false;
   bool reporter_role_binding = false;
   Clock::time_point now;
+  /// spec.baseline's object, read by the controller once the job has ended (baseline.hpp). Its
+  /// initializer keeps aggregate initializations that stop at `now` free of warnings.
+  ObservedBaseline baseline{};
 };
 
 /// What reconcile knows of the nodes the job's pods run on (docs/operator.md, "Lost nodes").

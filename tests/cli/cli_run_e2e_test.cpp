@@ -114,7 +114,25 @@ TEST_F(RealWorkerTest, MlpSweepProducesSeedStyleReport) {
       EXPECT_EQ(run["ranks"][k]["rank"], k);
       expect_ordered(run["ranks"][k]["secPerIter"], "rank " + std::to_string(k));
     }
+    // The verdicts (2 repeats: judged): the spread is the repeats' own, the row carries its marks.
+    EXPECT_EQ(run["belowTarget"], run["efficiency"].get<double>() < 0.8);
+    const auto& noise = run["noise"];
+    const double a = run["repeats"][0]["p50"], b = run["repeats"][1]["p50"];
+    EXPECT_NEAR(noise["repeatSpreadPercent"].get<double>(), std::abs(a - b) / ((a + b) / 2) * 100, 1e-9);
+    const bool noisy = noise["repeatSpreadPercent"].get<double>() > 10;
+    EXPECT_EQ(noise["verdict"], noisy ? "noisy" : "quiet");
+    EXPECT_EQ(noise["advice"].empty(), !noisy);
+    EXPECT_EQ(noise["processesPerHost"], world);
+    EXPECT_EQ(noise["hostCores"], rep["environment"]["cpuCores"]);
+    const std::string row = r.out.substr(r.out.find(std::to_string(world) + " CPUs -- " + labels[i].c_str() + ":"));
+    const std::string line = row.substr(0, row.find('\n'));
+    EXPECT_EQ(contains(line, "noisy ["), noisy) << line;
+    EXPECT_EQ(contains(line, "below target ["), run["belowTarget"].get<bool>()) << line;
   }
+  EXPECT_GE(rep["environment"]["cpuCores"].get<int>(), 1);
+  EXPECT_TRUE(contains(r.out, "noise (the spread of the repeats' p50 sec/iter, threshold 10%): ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "efficiency target 80%: ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "* CPU cores usable: ")) << r.out;
   EXPECT_TRUE(leftovers().empty());
 }
 

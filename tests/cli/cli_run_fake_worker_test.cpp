@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <gtest/gtest.h>
 
@@ -23,8 +24,12 @@ const std::string kTwoRuns =
     "    - {nodes: 1, devicesPerNode: 1, paradigm: none}\n"
     "    - {nodes: 1, devicesPerNode: 2}\n";
 
-/// A plausible RunResult for run `index` with `world` ranks, as the worker would write it.
-std::string fake_result(int index, int world) {
+/// A plausible RunResult for run `index` with `world` ranks, as the worker would write it; every
+/// rank's step times per repeat are `steps`.
+std::string fake_result(int index, int world,
+                        const std::vector<std::vector<double>>& steps = {{0.010, 0.011, 0.012, 0.013},
+                                                                         {0.011, 0.012, 0.013, 0.014}},
+                        std::optional<int> cpu_cores = std::nullopt) {
   RunResult r;
   r.run_index = index;
   r.world_size = world;
@@ -36,11 +41,12 @@ std::string fake_result(int index, int world) {
   r.environment.device = "cpu";
   r.environment.device_name = "fake cpu";
   r.environment.hostname = "localhost";
+  r.environment.cpu_cores = cpu_cores;
   for (int k = 0; k < world; ++k) {
     RankResult rk;
     rk.rank = k;
     rk.local_rank = k;
-    rk.step_seconds = {{0.010, 0.011, 0.012, 0.013}, {0.011, 0.012, 0.013, 0.014}};
+    rk.step_seconds = steps;
     rk.peak_memory_bytes = 1 << 20;
     r.ranks.push_back(rk);
   }
@@ -99,6 +105,42 @@ class FakeWorkerTest : public ::testing::Test {
     return n;
   }
 };
+
+// The verdicts end to end: run 1's two repeats disagree (p50 0.020 vs 0.030 s: 40%) on a host of
+// one core, and its 2 ranks at a median 0.025 s/step scale to 48% of the one-rank run.
+TEST_F(FakeWorkerTest, ReportCarriesNoiseAndEfficiencyVerdicts) {
+  write_file(dir.file("result-ws1.json"),
+             fake_result(0, 1, {{0.012, 0.012, 0.012, 0.012}, {0.012, 0.012, 0.012, 0.012}}));
+  write_file(dir.file("result-ws2.json"),
+             fake_result(1, 2, {{0.019, 0.020, 0.020, 0.021}, {0.029, 0.030, 0.030, 0.031}}, 1));
+  const std::string w =
+      worker("if [ \"$RANK\" = 0 ]; then cp \"$FAKE_DIR/result-ws$WORLD_SIZE.json\" \"$TRAINBENCH_RESULT_FILE\"; fi\n");
+  const CliResult r = run_cli({"run", job(kTwoRuns), "--json", dir.file("out.json")}, env(w), dir.path());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  // text: the row's marks, one summary line per verdict, a footnote per mark
+  EXPECT_TRUE(contains(r.out, "48.0%  below target [1]  noisy [2]\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "efficiency target 80%: 1 of 2 runs below it\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "threshold 10%): 1 of 2 runs noisy, the others' repeats agree within 0.0%\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "[1] 2 CPUs -- 1M/2G: scaling efficiency 48.0% is below the target 80%")) << r.out;
+  EXPECT_TRUE(contains(r.out, "[2] 2 CPUs -- 1M/2G is noisy: the repeats' p50 sec/iter differ by 40% (threshold 10%)"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "    what would help: fewer processes than cores: 2 processes x 1 thread share 1 core"))
+      << r.out;
+  // JSON: the same verdicts, typed
+  const auto report = nlohmann::json::parse(read_file(dir.file("out.json")));
+  EXPECT_EQ(report["benchmark"]["efficiencyTarget"], 0.8);
+  EXPECT_EQ(report["benchmark"]["noiseThresholdPercent"], 10);
+  const auto& run1 = report["runs"][1];
+  EXPECT_EQ(run1["belowTarget"], true);
+  EXPECT_EQ(run1["noise"]["verdict"], "noisy");
+  EXPECT_NEAR(run1["noise"]["repeatSpreadPercent"].get<double>(), 40, 1e-9);
+  EXPECT_EQ(run1["noise"]["hostCores"], 1);
+  EXPECT_EQ(run1["noise"]["processesPerHost"], 2);
+  EXPECT_GE(run1["noise"]["advice"].size(), 2u);
+  EXPECT_EQ(report["runs"][0]["noise"]["verdict"], "quiet");
+  EXPECT_EQ(report["runs"][0]["belowTarget"], false);
+  EXPECT_TRUE(leftovers(marker).empty());
+}
 
 TEST_F(FakeWorkerTest, SucceedsPassesEnvironmentAndWritesReport) {
   write_file(dir.file("result-ws1.json"), fake_result(0, 1));

@@ -180,10 +180,10 @@ TEST(EfficiencyTarget, BelowAboveAndEqual) {
     EXPECT_EQ(to_json(rep)["runs"][1]["belowTarget"], below);
     if (below) {
       EXPECT_TRUE(contains(text,
-                           "[1] 2 CPUs -- 1M/2G: scaling efficiency 50% is below the target 80% "
+                           "[1] 2 CPUs -- 1M/2G: scaling efficiency 50.0% is below the target 80% "
                            "(spec.benchmark.efficiencyTarget)"))
           << text;
-      EXPECT_EQ(below_target_summary(rep), "1 of 2 runs below the efficiency target 80%: 2 CPUs -- 1M/2G 50%");
+      EXPECT_EQ(below_target_summary(rep), "1 of 2 runs below the efficiency target 80%: 2 CPUs -- 1M/2G 50.0%");
     } else {
       EXPECT_EQ(below_target_summary(rep), "");
     }

@@ -473,13 +473,21 @@ curl -sf --max-time 5 "http://$IP_A:$METRICS_PORT/metrics" >"$WORK/metrics.txt" 
 grep -q '^trainbench_operator_' "$WORK/metrics.txt" || fail "no trainbench_operator_ series: $(head -c 500 "$WORK/metrics.txt")"
 ! leading tb-system "$POD_B" || fail "both replicas lead"
 
-# A job in another namespace than the operator's (scope cluster), to Succeeded: 2 runs.
+# A job in another namespace than the operator's (scope cluster), to Succeeded: 2 runs. Its
+# spec.baseline names a ConfigMap that holds no report: the operator reads it (get configmaps,
+# under the chart's rules) and says so in condition Regressed.
 mlp_job tiny 4 "{backoffLimit: 0, cleanPodPolicy: All}" "{nodes: 1, devicesPerNode: 1, paradigm: none}" \
   "{nodes: 2, devicesPerNode: 1}" >"$WORK/tiny.yaml"
+echo "  baseline: {configMap: {name: tiny-base}}" >>"$WORK/tiny.yaml"
+kc create configmap tiny-base --from-literal=report='not a report' >/dev/null
 kc apply -f "$WORK/tiny.yaml" >/dev/null
 wait_for 180 phase_is tiny Succeeded || fail "job tiny: $(kc get bj tiny -o jsonpath='{.status}')"
 wait_for 30 no_pods_of tiny || fail "tiny's pods remain (cleanPodPolicy All)"
 expect "tiny's runs" "$(kc get bj tiny -o jsonpath='{.status.report.runs[*].phase}')" "Succeeded Succeeded"
+has_regressed() { [ -n "$(kc get bj tiny -o jsonpath='{.status.conditions[?(@.type=="Regressed")].reason}')" ]; }
+wait_for 30 has_regressed || fail "tiny: no Regressed condition: $(kc get bj tiny -o jsonpath='{.status.conditions}')"
+expect "tiny's Regressed" "$(kc get bj tiny -o jsonpath='{.status.conditions[?(@.type=="Regressed")].message}')" \
+  "ConfigMap tiny-base (key report): not a JSON report"
 
 # A long job: its trainer pod is what the PodMonitor selects (a real scrape of its workers); it
 # runs past activeDeadlineSeconds, so the job fails and, with cleanPodPolicy Running, the operator

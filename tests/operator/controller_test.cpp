@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/job_status.hpp"
 #include "fake_api_server.hpp"
 #include "fake_clock.hpp"
 #include "fake_cluster.hpp"
@@ -254,6 +255,63 @@ TEST(Controller, AConflictingStatusWriteIsDecidedAgain) {
   EXPECT_EQ(f.metrics->wait_for(2), (std::vector<Outcome>{Outcome::kRequeue, Outcome::kSuccess}));
   EXPECT_EQ(f.cluster.count("PATCH", "benchmarkjobs"), 2u);
   EXPECT_EQ(f.job_status()["phase"], "Running");
+}
+
+/// A job that ended with a report of one run whose two repeats took `p50` and 1.01 x `p50`.
+json ended_job(const std::string& name, double p50, const json& baseline) {
+  Report rep;
+  RunReport run;
+  run.label = "no ddp";
+  run.devices_label = "1 CPUs";
+  run.repeats = {{p50, p50, p50, p50}, {p50 * 1.01, p50, p50, p50}};
+  run.sec_per_iter = run.repeats[0];
+  rep.runs.push_back(run);
+  BenchmarkJobStatus st;
+  st.phase = JobPhase::kSucceeded;
+  st.report = rep;
+  json j = job_object();
+  j["metadata"]["name"] = name;
+  if (!baseline.is_null()) j["spec"]["baseline"] = baseline;
+  j["status"] = to_json(st);
+  return j;
+}
+
+json regressed_condition(const json& status) {
+  for (const auto& c : status.value("conditions", json::array())) {
+    if (c["type"] == "Regressed") return c;
+  }
+  return nullptr;
+}
+
+TEST(Controller, AnEndedJobIsComparedWithItsBaselineJobFromTheCache) {
+  ControllerOnFakeCluster f;
+  f.cluster.seed("benchmarkjobs", ended_job("base", 0.1, nullptr));
+  f.cluster.seed("benchmarkjobs", ended_job("bj", 0.2, {{"benchmarkJob", "base"}}));
+  f.start();
+  for (int i = 0; i < 500 && regressed_condition(f.job_status()).is_null(); ++i) std::this_thread::sleep_for(10ms);
+  const json c = regressed_condition(f.job_status());
+  ASSERT_TRUE(c.is_object()) << f.job_status().dump();
+  EXPECT_EQ(c["status"], "True");
+  EXPECT_EQ(c["reason"], "Regressed");
+  EXPECT_EQ(f.cluster.count("POST", "events"), 1u);
+}
+
+TEST(Controller, AnEndedJobReadsItsBaselineConfigMap) {
+  ControllerOnFakeCluster f;
+  const json base = ended_job("base", 0.1, nullptr);
+  f.cluster.seed("configmaps", {{"apiVersion", "v1"},
+                                {"kind", "ConfigMap"},
+                                {"metadata", {{"name", "reports"}, {"namespace", "ns1"}}},
+                                {"data", {{"report", base["status"]["report"].dump()}}}});
+  f.cluster.seed("benchmarkjobs", ended_job("bj", 0.1, {{"configMap", {{"name", "reports"}}}}));
+  f.start();
+  for (int i = 0; i < 500 && regressed_condition(f.job_status()).is_null(); ++i) std::this_thread::sleep_for(10ms);
+  const json c = regressed_condition(f.job_status());
+  ASSERT_TRUE(c.is_object()) << f.job_status().dump();
+  EXPECT_EQ(c["status"], "False");
+  EXPECT_EQ(c["message"],
+            "against ConfigMap reports (key report): no row significantly slower by more than 5% (p50 "
+            "ex/sec; 1 row compared)");
 }
 
 }  // namespace

@@ -344,7 +344,7 @@ TEST(Reconciler, FinishedJobFlagsRunsBelowTargetAndNoisyRunsWithEvents) {
   for (const auto* e : of(d, Action::Verb::Event)) events[e->body["reason"]] = e->body;
   ASSERT_TRUE(events.count("BelowTarget") && events.count("Noisy"));
   EXPECT_EQ(events["BelowTarget"]["type"], "Warning");
-  EXPECT_EQ(events["BelowTarget"]["message"], "1 of 2 runs below the efficiency target 80%: 4 CPUs -- 1M/4G 40%");
+  EXPECT_EQ(events["BelowTarget"]["message"], "1 of 2 runs below the efficiency target 80%: 4 CPUs -- 1M/4G 40.0%");
   EXPECT_EQ(events["Noisy"]["type"], "Warning");
   const std::string noisy = events["Noisy"]["message"];
   EXPECT_EQ(

@@ -106,8 +106,9 @@ get their own Role in the release namespace.
 - apiGroups: [""]
   resources: ["services"]
   verbs: ["list", "watch", "create"]
-# create/list/watch: the runs' result ConfigMaps. get/update/patch: only because the operator
-# creates the per-job reporter Role granting them, and RBAC forbids granting what one does not hold.
+# create/list/watch: the runs' result ConfigMaps. get: also a job's spec.baseline.configMap.
+# update/patch (and get): only because the operator creates the per-job reporter Role granting
+# them, and RBAC forbids granting what one does not hold.
 - apiGroups: [""]
   resources: ["configmaps"]
   verbs: ["list", "watch", "create", "get", "update", "patch"]
