@@ -24,6 +24,21 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+/// A batch of `batch` examples cut into `count` micro-batches, the first `batch % count` one larger.
+struct MicroBatches {
+  std::vector<std::int64_t> offsets, sizes;
+};
+MicroBatches split_batch(std::int64_t batch, int count) {
+  MicroBatches out;
+  for (int m = 0, off = 0; m < count; ++m) {
+    const std::int64_t n = batch / count + (m < batch % count ? 1 : 0);
+    out.offsets.push_back(off);
+    out.sizes.push_back(n);
+    off += static_cast<int>(n);
+  }
+  return out;
+}
+
 std::vector<std::int64_t> with_batch(std::int64_t n, const std::vector<std::int64_t>& per_example) {
   std::vector<std::int64_t> shape{n};
   shape.insert(shape.end(), per_example.begin(), per_example.end());
@@ -246,13 +261,9 @@ double PipelineStage::forward_backward(const at::Tensor& inputs, const at::Tenso
   const bool last = stage_ + 1 == stages_;
   const std::int64_t batch = first ? inputs.size(0) : targets.size(0);
   const int m_count = micro_batches_;
-  std::vector<std::int64_t> offsets, sizes;
-  for (int m = 0, off = 0; m < m_count; ++m) {
-    const std::int64_t n = batch / m_count + (m < batch % m_count ? 1 : 0);
-    offsets.push_back(off);
-    sizes.push_back(n);
-    off += static_cast<int>(n);
-  }
+  const MicroBatches split = split_batch(batch, m_count);
+  const std::vector<std::int64_t>& offsets = split.offsets;
+  const std::vector<std::int64_t>& sizes = split.sizes;
   const auto float_opts = at::TensorOptions().dtype(at::kFloat).device(inputs.device());
   double wait = 0;
   auto timed_wait = [&wait](PendingCollective& p) {
