@@ -93,22 +93,46 @@ std::vector<int> stuck_ranks(const std::vector<RankProgressRecord>& rs, double n
   return missing_from_collective(rs);
 }
 
+/// Where a waiting rank stands, with its collective's sequence number left out: ranks of one
+/// ring all-reduce may finish it at different moments when one rank stops inside it, so the
+/// others wait in #N and #N+1 of the same bucket, and they are one group with a range.
+std::string waiting_place(RankProgressRecord r, const HangRun& run) {
+  r.collective = 0;
+  return (waits_for(r.phase) ? "for " : "in ") + describe_position(r, run.trainers);
+}
+
+/// "in all-reduce #491-492 (bucket 1 of 1)": the place with the group's range of collectives.
+std::string place_with_range(RankProgressRecord r, std::uint64_t last, const HangRun& run) {
+  std::string out = (waits_for(r.phase) ? "for " : "in ") + describe_position(r, run.trainers);
+  const std::string first = "#" + std::to_string(r.collective);
+  const auto at = out.find(first);
+  if (last > r.collective && at != std::string::npos) {
+    out.insert(at + first.size(), "-" + std::to_string(last));
+  }
+  return out;
+}
+
 /// "ranks 0-2, 4-7 wait in all-reduce #412 (bucket 3 of 5) since 14:02:10 UTC; rank 8 waits ...".
 std::string describe_waiting(const std::vector<RankProgressRecord>& waiting, const HangRun& run) {
   struct Group {
     std::vector<int> ranks;
-    double since = 0;  ///< the earliest
+    RankProgressRecord first;  ///< the member in the lowest-numbered collective
+    std::uint64_t last = 0;    ///< the highest collective a member waits in
+    double since = 0;          ///< the earliest
   };
-  std::map<std::string, Group> groups;  // "in/for position" -> its ranks
+  std::map<std::string, Group> groups;  // place -> its ranks
   for (const auto& r : waiting) {
-    const std::string key = (waits_for(r.phase) ? "for " : "in ") + describe_position(r, run.trainers);
-    const auto it = groups.try_emplace(key, Group{{}, r.since}).first;
-    it->second.ranks.push_back(r.rank);
-    it->second.since = std::min(it->second.since, r.since);
+    const auto it = groups.try_emplace(waiting_place(r, run), Group{{}, r, r.collective, r.since}).first;
+    Group& g = it->second;
+    g.ranks.push_back(r.rank);
+    if (r.collective < g.first.collective) g.first = r;
+    g.last = std::max(g.last, r.collective);
+    g.since = std::min(g.since, r.since);
   }
   std::vector<std::tuple<int, std::string, const Group*>> parts;  // ordered by their lowest rank
-  for (const auto& [position, g] : groups) {
+  for (const auto& [place, g] : groups) {
     const bool one = g.ranks.size() == 1;
+    const std::string position = place_with_range(g.first, g.last, run);
     const std::string what =
         position == "in done" ? (one ? " is done" : " are done") : (one ? " waits " : " wait ") + position;
     parts.emplace_back(*std::min_element(g.ranks.begin(), g.ranks.end()),

@@ -109,6 +109,22 @@ TEST(DetectHang, LiveRankOutsideTheCollectiveIsNamed) {
             "all-reduce #7 (bucket 1 of 2) since 14:02:10 UTC");
 }
 
+// Seen in CI: rank 3 stopped inside a ring all-reduce after rank 1 had what it needed, so rank 1
+// finished #491 and waits in #492 while ranks 0 and 2 still wait in #491. They wait in the same
+// bucket's all-reduce, so they are one group with the range of collectives.
+TEST(DetectHang, OthersOneCollectiveApartAreOneGroup) {
+  const double now = kT0 + 300;
+  RankProgressRecord stopped = in_allreduce(3, 443, 0, 1, 9, now - 9);
+  const std::vector<RankProgressRecord> rs = {in_allreduce(0, 491, 0, 1, 10, now), in_allreduce(1, 492, 0, 1, 10, now),
+                                              in_allreduce(2, 491, 0, 1, 10, now), stopped};
+  const auto v = detect_hang(rs, now, 5, {4, 4});
+  ASSERT_TRUE(v);
+  ASSERT_EQ(v->stuck.size(), 1u);
+  EXPECT_EQ(v->stuck[0].rank, 3);
+  EXPECT_NE(v->message.find("; ranks 0-2 wait in all-reduce #491-492 (bucket 1 of 1) since "), std::string::npos)
+      << v->message;
+}
+
 // All ranks wait in an all-reduce, but rank 2 is still in the one before (it is missing from
 // #412): it is the one named.
 TEST(DetectHang, RankMissingFromTheCollectiveEveryoneElseWaitsIn) {
