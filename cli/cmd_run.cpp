@@ -204,6 +204,7 @@ ProgressRun progress_run(const RunConfig& run, std::size_t i, std::size_t count)
   pr.model = !trains_model(run.paradigm) ? "(communication only)" : run.model;
   pr.world_size = run.process_count();  // processes started (hybrid-ps: trainers + parameter servers)
   pr.warmup_steps = run.warmup_steps;
+  pr.steps = run_steps(run);
   return pr;
 }
 

@@ -1,5 +1,6 @@
 #include "cli/progress.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -28,7 +29,13 @@ std::optional<ProgressUpdate> parse_progress(const std::string& text) {
   return p;
 }
 
-std::string format_progress_line(const ProgressRun& run, const std::optional<ProgressUpdate>& p) {
+std::int64_t steps_done(const ProgressUpdate& p, const RunSteps& steps) {
+  if (p.phase != "measure") return p.step;
+  return steps.warmup + static_cast<std::int64_t>(std::max(0, p.repeat - 1)) * p.steps + p.step;
+}
+
+std::string format_progress_line(const ProgressRun& run, const std::optional<ProgressUpdate>& p,
+                                 std::optional<double> eta_seconds) {
   std::string line = "run " + std::to_string(run.number) + "/" + std::to_string(run.count) + " [" + run.label +
                      " " + run.model + "]";
   if (!p) {
@@ -49,6 +56,7 @@ std::string format_progress_line(const ProgressRun& run, const std::optional<Pro
     std::snprintf(buf, sizeof buf, " | %.4g s/iter", p->sec_per_iter);
     line += buf;
   }
+  if (eta_seconds) line += " | ETA " + format_eta(*eta_seconds);
   return line;
 }
 
@@ -65,6 +73,7 @@ void ProgressDisplay::begin(const ProgressRun& run) {
   if (active_) end("");
   run_ = run;
   last_.reset();
+  rate_.reset();
   active_ = true;
   printed_any_ = false;
   last_width_ = 0;
@@ -74,7 +83,11 @@ void ProgressDisplay::begin(const ProgressRun& run) {
 void ProgressDisplay::update(const ProgressUpdate& p) {
   if (!active_) return;
   last_ = p;
-  emit(format_progress_line(run_, last_), false);
+  const std::int64_t done = steps_done(p, run_.steps);
+  rate_.observe(done, clock_());
+  std::optional<double> eta;
+  if (const auto rate = rate_.seconds_per_step()) eta = std::max<double>(0, run_.steps.total() - done) * *rate;
+  emit(format_progress_line(run_, last_, eta), false);
 }
 
 void ProgressDisplay::end(const std::string& status) {

@@ -5,6 +5,8 @@
 #include <ostream>
 #include <string>
 
+#include "core/run_progress.hpp"
+
 namespace trainbench {
 
 /// What a worker's rank 0 writes to TRAINBENCH_PROGRESS_FILE after every step.
@@ -28,10 +30,16 @@ struct ProgressRun {
   std::string model;
   int world_size = 1;
   int warmup_steps = 0;
+  RunSteps steps;  ///< the loop (run_steps): what the time left is counted in
 };
 
-/// "run 2/3 [1M/2G mlp] warmup 20/20 | measure repeat 2/5 step 17/100 | 0.123 s/iter"
-std::string format_progress_line(const ProgressRun& run, const std::optional<ProgressUpdate>& p);
+/// Completed loop steps an update says (core/run_progress.hpp counts in them).
+std::int64_t steps_done(const ProgressUpdate& p, const RunSteps& steps);
+
+/// "run 2/3 [1M/2G mlp] warmup 20/20 | measure repeat 2/5 step 17/100 | 0.123 s/iter | ETA 12s"
+/// (the ETA, the run's time left, when given).
+std::string format_progress_line(const ProgressRun& run, const std::optional<ProgressUpdate>& p,
+                                 std::optional<double> eta_seconds = std::nullopt);
 
 /// One live line per run on stderr. On a terminal it is rewritten in place (\r) and ended
 /// with \n; otherwise (CI logs) at most one line per `plain_interval_s` is printed, plus the
@@ -59,6 +67,7 @@ class ProgressDisplay {
   Clock clock_;
   ProgressRun run_;
   std::optional<ProgressUpdate> last_;
+  StepRate rate_;  ///< the run's measured rate so far, for its ETA
   bool active_ = false;
   bool printed_any_ = false;
   double last_print_ = 0;

@@ -494,6 +494,40 @@ json condition_schema() {
           {"description", "The generation it was set for."}}}}}};
 }
 
+/// status.progressDetail (core/job_status.hpp ProgressDetail).
+json progress_detail_schema() {
+  auto count = [](const std::string& d) {
+    return json{{"type", "integer"}, {"format", "int32"}, {"minimum", 0}, {"description", d}};
+  };
+  auto seconds = [](const std::string& d) {
+    return json{{"type", "integer"}, {"format", "int64"}, {"minimum", 0}, {"description", d}};
+  };
+  json run = object_t(
+      "The run in progress and where its loop stands.",
+      {{"index", count("Position in spec.sweep (status.runs[index]).")},
+       {"label", string_t("Its shape, as status.runs[index].label.")},
+       {"attempt", count("0-based; bumped by a restart.")},
+       {"stage", enum_t(allowed_texts<LoopStage>(), "Starting, Warmup, Measure or Finishing.")},
+       {"step", count("Steps done in the warm-up or in the current repeat.")},
+       {"steps", count("Steps of the warm-up or of a repeat.")},
+       {"repeat", count("1-based repeat (Measure, Finishing).")},
+       {"repeats", count("Repeats of the measured steps.")},
+       {"secondsPerStep", {{"type", "number"}, {"minimum", 0}, {"description", "The run's measured rate so far."}}},
+       {"estimatedRemainingSeconds", seconds("The run's steps left at its measured rate.")}},
+      {"index", "stage"});
+  return object_t("Progress of the job while it runs (docs/operator.md, \"Progress\").",
+                  {{"percent",
+                    {{"type", "integer"},
+                     {"format", "int32"},
+                     {"minimum", 0},
+                     {"maximum", 100},
+                     {"description", "Of the whole job; 100 once it succeeded."}}},
+                   {"estimatedRemainingSeconds", seconds("The whole job's estimated time left.")},
+                   {"lastUpdateTime", date_time_t("When the operator last wrote it.")},
+                   {"currentRun", run}},
+                  {"percent", "lastUpdateTime"});
+}
+
 json status_schema() {
   json run = object_t(
       "One sweep entry's run.",
@@ -532,6 +566,8 @@ json status_schema() {
        {"runsTotal", {{"type", "integer"}, {"format", "int32"}, {"minimum", 0}, {"description", "Sweep entries."}}},
        {"runsDone", {{"type", "integer"}, {"format", "int32"}, {"minimum", 0}, {"description", "Runs ended."}}},
        {"progress", string_t("runsDone/runsTotal, e.g. \"2/3\" (the Runs column).")},
+       {"percentComplete", string_t("progressDetail.percent, e.g. \"42%\" (the Progress column).")},
+       {"progressDetail", progress_detail_schema()},
        {"runs", {{"type", "array"}, {"description", "One entry per started run."}, {"items", run}}},
        {"report",
         {{"type", "object"},
@@ -594,6 +630,7 @@ nlohmann::json benchmarkjob_crd() {
                   {"additionalPrinterColumns",
                    json::array({printer_column("Phase", "string", ".status.phase", "Job phase"),
                                 printer_column("Runs", "string", ".status.progress", "Runs done / total"),
+                                printer_column("Progress", "string", ".status.percentComplete", "Percent done"),
                                 // "integer": the API server prints the number truncated (its tableconvertor)
                                 printer_column("Best ex/s", "integer", ".status.bestExamplesPerSec",
                                                "Highest examples/sec over finished runs"),

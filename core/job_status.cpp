@@ -85,6 +85,36 @@ json to_json(const RunStatus& r) {
   return j;
 }
 
+bool same_progress(const ProgressDetail& a, const ProgressDetail& b) {
+  ProgressDetail x = a;
+  x.last_update_time = b.last_update_time;
+  return to_json(x) == to_json(b);
+}
+
+namespace {
+
+json to_json(const CurrentRunProgress& r) {
+  json j = {{"index", r.index},        {"label", r.label},
+            {"attempt", r.attempt},    {"stage", to_string(r.position.stage)},
+            {"step", r.position.step}, {"steps", r.position.steps}};
+  if (r.position.stage == LoopStage::kMeasure || r.position.stage == LoopStage::kFinishing) {
+    j["repeat"] = r.position.repeat;
+    j["repeats"] = r.repeats;
+  }
+  put(j, "secondsPerStep", r.seconds_per_step);
+  put(j, "estimatedRemainingSeconds", r.remaining_seconds);
+  return j;
+}
+
+}  // namespace
+
+json to_json(const ProgressDetail& p) {
+  json j = {{"percent", p.percent}, {"lastUpdateTime", p.last_update_time}};
+  put(j, "estimatedRemainingSeconds", p.remaining_seconds);
+  if (p.current_run) j["currentRun"] = to_json(*p.current_run);
+  return j;
+}
+
 json to_json(const BenchmarkJobStatus& s) {
   json j = json::object();
   if (s.phase) j["phase"] = to_string(*s.phase);
@@ -96,6 +126,8 @@ json to_json(const BenchmarkJobStatus& s) {
   put(j, "runsTotal", s.runs_total);
   put(j, "runsDone", s.runs_done);
   put(j, "progress", s.progress);
+  put(j, "percentComplete", s.percent_complete);
+  if (s.progress_detail) j["progressDetail"] = to_json(*s.progress_detail);
   if (!s.runs.empty()) {
     json& runs = j["runs"] = json::array();
     for (const auto& r : s.runs) runs.push_back(to_json(r));
@@ -175,6 +207,36 @@ Report status_report_from_json(const json& j, const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+CurrentRunProgress current_run_from_json(const json& j, const std::string& path) {
+  jf::require_object(j, path);
+  CurrentRunProgress r;
+  r.index = jf::get_int32(j, "index", path);
+  r.label = jf::get_string(j, "label", path);
+  r.attempt = jf::get_int32(j, "attempt", path);
+  r.position.stage = get_enum<LoopStage>(j, "stage", path, "loop stage");
+  r.position.step = jf::get_int32(j, "step", path);
+  r.position.steps = jf::get_int32(j, "steps", path);
+  r.position.repeat = optional_field(j, "repeat", path, jf::get_int32).value_or(0);
+  r.repeats = optional_field(j, "repeats", path, jf::get_int32).value_or(0);
+  r.seconds_per_step = optional_field(j, "secondsPerStep", path, jf::get_number);
+  r.remaining_seconds = optional_field(j, "estimatedRemainingSeconds", path, jf::get_int);
+  return r;
+}
+
+}  // namespace
+
+ProgressDetail progress_detail_from_json(const json& j, const std::string& path) {
+  jf::require_object(j, path);
+  ProgressDetail p;
+  p.percent = jf::get_int32(j, "percent", path);
+  p.last_update_time = jf::get_string(j, "lastUpdateTime", path);
+  p.remaining_seconds = optional_field(j, "estimatedRemainingSeconds", path, jf::get_int);
+  if (jf::has(j, "currentRun")) p.current_run = current_run_from_json(j.at("currentRun"), child(path, "currentRun"));
+  return p;
+}
+
 BenchmarkJobStatus job_status_from_json(const json& j, const std::string& path) {
   jf::require_object(j, path);
   BenchmarkJobStatus s;
@@ -184,6 +246,10 @@ BenchmarkJobStatus job_status_from_json(const json& j, const std::string& path) 
   s.runs_total = optional_field(j, "runsTotal", path, jf::get_int32);
   s.runs_done = optional_field(j, "runsDone", path, jf::get_int32);
   s.progress = optional_field(j, "progress", path, jf::get_string);
+  s.percent_complete = optional_field(j, "percentComplete", path, jf::get_string);
+  if (jf::has(j, "progressDetail")) {
+    s.progress_detail = progress_detail_from_json(j.at("progressDetail"), child(path, "progressDetail"));
+  }
   s.runs = list_field(j, "runs", path, run_status_from_json);
   if (jf::has(j, "report")) s.report = status_report_from_json(j, path);
   s.start_time = optional_field(j, "startTime", path, jf::get_string);

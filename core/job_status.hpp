@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/report.hpp"
+#include "core/run_progress.hpp"
 #include "core/run_result.hpp"
 #include "core/vocabulary.hpp"
 
@@ -95,6 +96,28 @@ struct RunStatus {
   std::optional<EnvironmentInfo> environment;     ///< what the run's rank 0 saw
 };
 
+/// status.progressDetail.currentRun: the run in progress and where its loop stands.
+struct CurrentRunProgress {
+  int index = 0;      ///< status.runs[index]
+  std::string label;  ///< its shape, as status.runs[index].label
+  int attempt = 0;
+  LoopPosition position;                          ///< stage, repeat of repeats, step of steps
+  int repeats = 0;                                ///< rounds of the measure stage
+  std::optional<double> seconds_per_step;         ///< the measured rate so far
+  std::optional<std::int64_t> remaining_seconds;  ///< this run's estimatedRemainingSeconds
+};
+
+/// status.progressDetail (docs/operator.md, "Progress"): written at most once per the operator's
+/// --progress-interval, and only when it changed.
+struct ProgressDetail {
+  int percent = 0;                                ///< of the whole job (status.percentComplete)
+  std::optional<std::int64_t> remaining_seconds;  ///< estimatedRemainingSeconds of the whole job
+  std::optional<CurrentRunProgress> current_run;  ///< absent once the job ended
+  std::string last_update_time;                   ///< RFC 3339
+};
+/// Equal but for last_update_time: whether a new estimate says anything new.
+bool same_progress(const ProgressDetail& a, const ProgressDetail& b);
+
 struct BenchmarkJobStatus {
   std::optional<JobPhase> phase;  ///< absent until the operator first acts on the job
   std::vector<Condition> conditions;
@@ -102,6 +125,8 @@ struct BenchmarkJobStatus {
   std::optional<int> runs_total;
   std::optional<int> runs_done;
   std::optional<std::string> progress;  ///< "runsDone/runsTotal", the Runs column
+  std::optional<std::string> percent_complete;    ///< "42%", the Progress column
+  std::optional<ProgressDetail> progress_detail;  ///< the current run's progress, the estimate
   std::vector<RunStatus> runs;
   std::optional<Report> report;                ///< built from the runs' summaries
   std::optional<std::string> start_time;       ///< RFC 3339
@@ -123,11 +148,13 @@ struct BenchmarkJobStatus {
 
 nlohmann::json to_json(const Condition& c);
 nlohmann::json to_json(const RunStatus& r);
+nlohmann::json to_json(const ProgressDetail& p);
 nlohmann::json to_json(const BenchmarkJobStatus& s);
 /// Readers: throw std::runtime_error naming the missing or mistyped field under `path`
 /// ("status.runs[1].phase: unknown run phase \"Done\"").
 Condition condition_from_json(const nlohmann::json& j, const std::string& path);
 RunStatus run_status_from_json(const nlohmann::json& j, const std::string& path);
+ProgressDetail progress_detail_from_json(const nlohmann::json& j, const std::string& path);
 BenchmarkJobStatus job_status_from_json(const nlohmann::json& j, const std::string& path = "status");
 
 }  // namespace trainbench

@@ -4,7 +4,7 @@
 //                       [--leader-elect=true|false] [--lease-namespace NS] [--lease-name NAME]
 //                       [--leader-elect-lease-duration S] [--leader-elect-renew-deadline S]
 //                       [--leader-elect-retry-period S] [--node-lost-after S]
-//                       [--workers N] [--qps Q] [--burst B]
+//                       [--workers N] [--qps Q] [--burst B] [--progress-interval S]
 //                       [--metrics-bind-address HOST:PORT|0] [--health-probe-bind-address HOST:PORT|0]
 //
 // GET /metrics on the metrics address (default :8080), GET /healthz and /readyz on the probe
@@ -52,6 +52,7 @@ struct Flags {
   bool leader_elect = true;
   int lease_duration_s = 15, renew_deadline_s = 10, retry_period_s = 2;
   int node_lost_after_s = 60;
+  int progress_interval_s = 10;  ///< status.progressDetail at most this often per job; 0: off
   int workers = 2;
   double qps = 50;
   int burst = 200;
@@ -109,7 +110,7 @@ Flags parse(int argc, char** argv) {
                    "       [--leader-elect=true|false] [--lease-namespace NS] [--lease-name NAME]\n"
                    "       [--leader-elect-lease-duration S] [--leader-elect-renew-deadline S]\n"
                    "       [--leader-elect-retry-period S] [--node-lost-after S (0: off)]\n"
-                   "       [--workers N] [--qps Q] [--burst B]\n"
+                   "       [--workers N] [--qps Q] [--burst B] [--progress-interval S (0: off)]\n"
                    "       [--metrics-bind-address HOST:PORT|0] [--health-probe-bind-address HOST:PORT|0]\n";
       std::cout << "       [--kube-api-timeout SECONDS (per API request, default 30)]\n";
       std::exit(0);
@@ -135,6 +136,8 @@ Flags parse(int argc, char** argv) {
       f.retry_period_s = seconds(next());
     } else if (a == "--node-lost-after") {
       f.node_lost_after_s = seconds(next());
+    } else if (a == "--progress-interval") {
+      f.progress_interval_s = seconds(next());
     } else if (a == "--workers") {
       f.workers = static_cast<int>(number(next()));
     } else if (a == "--qps") {
@@ -261,6 +264,7 @@ void run_controller(const Flags& flags, std::shared_ptr<const trainbench::kube::
   co.watch_namespace = flags.watch_namespace;
   co.workers = flags.workers;
   co.node_lost_after = std::chrono::seconds(flags.node_lost_after_s);
+  co.progress_interval = std::chrono::seconds(flags.progress_interval_s);
   co.metrics = metrics;
   trainbench::op::Controller controller(std::move(client), co);
   metrics->set_snapshot_source([&controller] {

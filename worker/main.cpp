@@ -22,6 +22,9 @@
 //                             its progress record (core/rank_progress.hpp); with an external
 //                             store the record goes to its key trainbench/progress/<rank>
 //   POD_NAME, NODE_NAME       the pod and node a progress record names (the downward API)
+//   TRAINBENCH_PROGRESS_PORT  (--master) serve the run's progress at GET /progress on this
+//                             port (worker/progress_server.hpp); with an external store rank 0
+//                             always publishes its progress record, hang watch or not
 //
 //   TRAINBENCH_MALLOC=system   keep glibc's default of returning large freed blocks to the
 //                             kernel (by default the worker keeps them: see system_probe.hpp)
@@ -155,6 +158,7 @@ int run_master_from_env() {
   mo.port = int_from_env("MASTER_PORT", 0);
   if (mo.port <= 0 || mo.port > 65535) throw ConfigError("MASTER_PORT must be a port number");
   mo.attempt = int_from_env("TRAINBENCH_ATTEMPT", 0);
+  if (auto p = bounded_int_env("TRAINBENCH_PROGRESS_PORT", 0, 65535, "a port number (0: none)")) mo.progress_port = *p;
   const std::string file = env_or_empty("TRAINBENCH_RESULT_FILE");
   const std::string configmap = env_or_empty("TRAINBENCH_RESULT_CONFIGMAP");
   std::string ns = env_or_empty("POD_NAMESPACE");

@@ -8,6 +8,7 @@
 #include "core/report.hpp"
 #include "core/run_result.hpp"
 #include "worker/process_group.hpp"
+#include "worker/progress_server.hpp"
 #include "worker/worker_error.hpp"
 
 namespace trainbench::worker {
@@ -28,20 +29,33 @@ std::vector<RankProgressRecord> progress_records(RunStore& store, int processes)
   return records;
 }
 
-/// Rank 0's result, waited for up to `wait`; meanwhile the hang watch (HangError).
-std::string await_result(RunStore& store, const RunConfig& run, std::chrono::milliseconds wait) {
+/// Once a second: rank 0's record to the progress endpoint; every record to the hang watch
+/// (HangError) when it is on.
+void watch(RunStore& store, const RunConfig& run, ProgressServer& progress) {
+  const bool hang_watch = run.hang_timeout_seconds > 0;
+  const auto records = progress_records(store, hang_watch ? run.process_count() : 1);
+  for (const auto& r : records) {
+    if (r.rank == 0) progress.observe(r);
+  }
+  if (!hang_watch) return;
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto verdict =
+      detect_hang(records, now, run.hang_timeout_seconds, HangRun{run.process_count(), run.world_size()});
+  if (verdict) throw HangError(verdict->message);
+}
+
+/// Rank 0's result, waited for up to `wait`; meanwhile the progress and the hang watch.
+std::string await_result(RunStore& store, const RunConfig& run, std::chrono::milliseconds wait,
+                         ProgressServer& progress) {
   using Clock = std::chrono::steady_clock;
   const auto until = Clock::now() + wait;
   auto next_watch = Clock::now();
   for (;;) {
     if (auto text = store.try_get(kResultKey)) return *text;
     if (Clock::now() >= until) return store.get(kResultKey, std::chrono::milliseconds(1));  // throws, naming the key
-    if (run.hang_timeout_seconds > 0 && Clock::now() >= next_watch) {
+    if (Clock::now() >= next_watch) {
       next_watch = Clock::now() + std::chrono::seconds(1);
-      const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-      const auto verdict = detect_hang(progress_records(store, run.process_count()), now, run.hang_timeout_seconds,
-                                       HangRun{run.process_count(), run.world_size()});
-      if (verdict) throw HangError(verdict->message);
+      watch(store, run, progress);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
@@ -53,7 +67,8 @@ void run_master(const RunConfig& run, const MasterOptions& options, const Result
   auto store = RunStore::serve(options.port, options.wait_for_result);
   std::cerr << "trainbench-worker master: serving the store of run " << run.index << " (" << run.process_count()
             << " ranks) on port " << options.port << "\n";
-  const std::string text = await_result(*store, run, options.wait_for_result);
+  ProgressServer progress(run, options.attempt, options.progress_port);
+  const std::string text = await_result(*store, run, options.wait_for_result, progress);
   RunResult result;
   try {
     result = run_result_from_json(nlohmann::json::parse(text));

@@ -136,7 +136,8 @@ RankContext::~RankContext() = default;
 /// The watcher reads the records: the master pod from the store (a connection of the heartbeat's
 /// own, so that it never waits behind the rank's store calls), trainbench run from a file.
 void RankContext::start_heartbeat() {
-  if (config.hang_timeout_seconds <= 0) return;
+  // Rank 0's record is also the run's progress, which the master serves to the operator.
+  if (config.hang_timeout_seconds <= 0 && !(options.external_store && env.rank == 0)) return;
   if (options.external_store) {
     std::shared_ptr<RunStore> client =
         RunStore::connect(env.master_addr, env.master_port, std::chrono::seconds(config.collective_timeout_seconds));

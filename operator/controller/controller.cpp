@@ -7,7 +7,9 @@
 #include "kube/errors.hpp"
 #include "kube/retry.hpp"
 #include "operator/controller/cache_transforms.hpp"
+#include "operator/controller/manifests.hpp"
 #include "operator/controller/naming.hpp"
+#include "telemetry/http_get.hpp"
 
 namespace trainbench::op {
 namespace {
@@ -30,13 +32,37 @@ const kube::ResourceType& type_of(const std::string& resource) {
 
 std::string managed_selector() { return std::string("app.kubernetes.io/managed-by=") + kManagedBy; }
 
+/// The IP of the job's master pod that runs now and is not being deleted ("" when none).
+std::string running_master_ip(const std::vector<json>& pods) {
+  for (const auto& p : pods) {
+    const json& md = p.at("metadata");
+    if (md.value("labels", json::object()).value(kRoleLabel, "") != "master" || md.contains("deletionTimestamp")) {
+      continue;
+    }
+    const json st = p.value("status", json::object());
+    if (st.value("phase", "") == "Running" && !st.value("podIP", "").empty()) return st.value("podIP", "");
+  }
+  return "";
+}
+
 }  // namespace
+
+std::optional<RunProgressSample> poll_master_progress(const std::string& pod_ip) {
+  const auto reply = telemetry::http_get(pod_ip, kMasterProgressPort, "/progress", std::chrono::seconds(1));
+  if (!reply || reply->status != 200) return std::nullopt;
+  try {
+    return run_progress_sample_from_json(json::parse(reply->body));
+  } catch (const std::exception&) {
+    return std::nullopt;  // not (yet) a sample: no progress this time
+  }
+}
 
 Controller::Controller(std::shared_ptr<const kube::Client> client, ControllerOptions options)
     : client_(std::move(client)),
       options_(std::move(options)),
       metrics_(options_.metrics ? options_.metrics : std::make_shared<ControllerMetrics>()),
       queue_(std::chrono::milliseconds(100), std::chrono::seconds(60), options_.clock) {
+  if (!options_.poll_progress) options_.poll_progress = poll_master_progress;
   kube::ReflectorHandlers job_handlers;
   auto job_changed = [this](const json& o) {
     const std::string key = kube::object_key(o);
@@ -50,6 +76,8 @@ Controller::Controller(std::shared_ptr<const kube::Client> client, ControllerOpt
     const std::string key = kube::object_key(o);
     queue_.forget(key);
     own_.forget(key);
+    std::lock_guard<std::mutex> lock(progress_mutex_);
+    progress_polls_.erase(key);
   };
   job_handlers.on_error = [](const std::string& m) { std::cerr << "trainbench-operator: jobs watch: " << m << "\n"; };
   jobs_ = std::make_unique<kube::Reflector>(client_, kube::resources::benchmark_jobs(), options_.watch_namespace,
@@ -176,6 +204,24 @@ bool Controller::exists(const kube::Reflector& r, const std::string& key, const 
   return false;
 }
 
+std::optional<RunProgressSample> Controller::progress_of(const std::string& key, const std::vector<json>& pods) {
+  const std::string ip = options_.progress_interval.count() > 0 ? running_master_ip(pods) : "";
+  std::unique_lock<std::mutex> lock(progress_mutex_);
+  if (ip.empty()) {
+    progress_polls_.erase(key);
+    return std::nullopt;
+  }
+  const auto now = options_.clock->now();
+  const auto it = progress_polls_.find(key);
+  if (it != progress_polls_.end() && it->second.pod_ip == ip && now - it->second.at < options_.progress_interval) {
+    return it->second.sample;
+  }
+  lock.unlock();  // the poll waits up to its deadline; other keys' reconciles go on
+  ProgressPoll poll{ip, now, options_.poll_progress(ip)};
+  lock.lock();
+  return (progress_polls_[key] = std::move(poll)).sample;
+}
+
 void Controller::reconcile_key(const std::string& key) {
   const auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
@@ -220,6 +266,8 @@ bool Controller::reconcile_once(const std::string& key) {
   o.reporter_role = exists(*roles_, key, "roles", ns, reporter_name(name), now);
   o.reporter_role_binding = exists(*bindings_, key, "rolebindings", ns, reporter_name(name), now);
   o.baseline = read_baseline(o.job);
+  o.progress = progress_of(key, o.pods);
+  o.progress_interval = options_.progress_interval;
   o.now = Clock::now();
   const Decision d = reconcile(o, {unready_nodes(o.pods), options_.node_lost_after});
   const std::string version = o.job["metadata"].value("resourceVersion", "");

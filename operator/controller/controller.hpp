@@ -2,11 +2,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/run_progress.hpp"
 #include "kube/client.hpp"
 #include "kube/rate_limiter.hpp"
 #include "kube/reflector.hpp"
@@ -26,7 +30,16 @@ struct ControllerOptions {
   std::chrono::seconds node_lost_after{60};
   /// The work queue's delays (requeues, error backoff) are measured on it; tests inject a fake.
   std::shared_ptr<kube::Clock> clock = kube::Clock::steady();
+  /// --progress-interval: a running job's master pod is polled for its run's progress, and
+  /// status.progressDetail written, at most this often (docs/operator.md, "Progress"). 0: off.
+  std::chrono::seconds progress_interval{10};
+  /// Reads the progress a master pod serves, by its pod IP (nullopt: unreachable or unreadable).
+  /// Default: poll_master_progress; tests inject a fake.
+  std::function<std::optional<RunProgressSample>(const std::string& pod_ip)> poll_progress;
 };
+
+/// GET http://POD_IP:kMasterProgressPort/progress with a 1 s deadline, read as a RunProgressSample.
+std::optional<RunProgressSample> poll_master_progress(const std::string& pod_ip);
 
 /// The operator's control loop: reflectors (list + watch) on BenchmarkJobs and on everything the
 /// operator creates feed a rate-limited work queue keyed by namespace/name; workers take keys,
@@ -70,6 +83,17 @@ class Controller {
   /// A node changed: every job with a pod on it is reconciled.
   void enqueue_jobs_on_node(const nlohmann::json& node);
   std::vector<kube::Reflector*> reflectors() const;
+  /// The progress of the job's running master pod: polled at most once per progress_interval
+  /// per job (the sample is kept in between), nullopt when no master runs or it cannot be read.
+  std::optional<RunProgressSample> progress_of(const std::string& key, const std::vector<nlohmann::json>& pods);
+
+  struct ProgressPoll {
+    std::string pod_ip;
+    kube::Clock::time_point at;
+    std::optional<RunProgressSample> sample;
+  };
+  std::mutex progress_mutex_;  ///< guards progress_polls_ (a key is reconciled by one worker at a time)
+  std::map<std::string, ProgressPoll> progress_polls_;
 
   std::shared_ptr<const kube::Client> client_;
   ControllerOptions options_;

@@ -235,8 +235,10 @@ json reporter_role_binding(const JobContext& job) {
 json master_pod(const JobContext& job, const RunConfig& run, int attempt) {
   json c = {{"name", "master"},
             {"command", json::array({"trainbench-worker", "--master"})},
-            {"ports", json::array({{{"name", "store"}, {"containerPort", master_port(job)}}})},
-            {"env", json::array({env_var("TRAINBENCH_RESULT_CONFIGMAP", result_configmap_name(job.name, run.index))})},
+            {"ports", json::array({{{"name", "store"}, {"containerPort", master_port(job)}},
+                                   {{"name", "progress"}, {"containerPort", kMasterProgressPort}}})},
+            {"env", json::array({env_var("TRAINBENCH_RESULT_CONFIGMAP", result_configmap_name(job.name, run.index)),
+                                 env_var("TRAINBENCH_PROGRESS_PORT", std::to_string(kMasterProgressPort))})},
             {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "128Mi"}}}}}};
   return pod(job, master_pod_name(job.name, run.index, attempt), run, attempt, "master", master_pod_variables(job, run),
              c, true);

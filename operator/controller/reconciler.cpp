@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <map>
 #include <set>
@@ -95,6 +96,28 @@ std::string pod_failure(const json& pod) {
   }
   if (st.contains("message")) out += ": " + str_or(st, "message");
   return out;
+}
+
+/// `target` as a JSON merge patch over `original`: every object member `original` has and
+/// `target` has not is null, so that the patch removes it (a merge patch keeps absent members).
+json with_removals(const json& original, json target) {
+  if (!original.is_object() || !target.is_object()) return target;
+  for (const auto& [key, was] : original.items()) {
+    const auto it = target.find(key);
+    if (it == target.end()) {
+      target[key] = nullptr;
+    } else {
+      *it = with_removals(was, std::move(*it));
+    }
+  }
+  return target;
+}
+
+/// `v` to four significant digits.
+double four_digits(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return std::strtod(buf, nullptr);
 }
 
 /// The master's exit code when it saw the run hang (worker/main.cpp).
@@ -223,6 +246,7 @@ class Reconcile {
     status_.completion_time = now_;
     status_.set_condition(condition(ConditionType::kRunning, false, reason, message, now_, generation_));
     status_.set_condition(condition(ConditionType::kFailed, true, reason, message, now_, generation_));
+    if (status_.progress_detail) set_progress({status_.progress_detail->percent, std::nullopt, std::nullopt, now_});
     emit("Warning", "JobFailed", message, "");
     emit_verdicts();
     clean_up_finished_job();
@@ -234,6 +258,7 @@ class Reconcile {
     const std::string msg = "all " + std::to_string(runs_total_) + " runs succeeded";
     status_.set_condition(condition(ConditionType::kRunning, false, "JobSucceeded", msg, now_, generation_));
     status_.set_condition(condition(ConditionType::kSucceeded, true, "JobSucceeded", msg, now_, generation_));
+    if (o_.progress_interval.count() > 0) set_progress({100, 0, std::nullopt, now_});
     emit("Normal", "JobSucceeded", msg, "");
     emit_verdicts();
     clean_up_finished_job();
@@ -314,6 +339,60 @@ class Reconcile {
       return;
     }
     drive_run(runs[static_cast<std::size_t>(done)], pol);
+    if (status_.phase == JobPhase::kRunning) estimate_progress(runs[static_cast<std::size_t>(done)]);
+  }
+
+  // ---- progress (docs/operator.md, "Progress") ----
+
+  /// The estimate of now, from the master's sample of the current run (when it is of this
+  /// attempt) and the ended runs' durations; settle_progress decides whether it is written.
+  void estimate_progress(const RunConfig& run) {
+    if (o_.progress_interval.count() <= 0) return;
+    const RunStatus& rs = run_status(run.index);
+    const RunSteps steps = run_steps(run);
+    JobEstimateInput in{runs_total_, run.index, {}, 0, -1, steps.total(), std::nullopt};
+    for (int i = 0; i < run.index; ++i) {
+      const auto from = parse_time(run_status(i).start_time.value_or(""));
+      const auto to = parse_time(run_status(i).completion_time.value_or(""));
+      if (from && to) in.ended_seconds.push_back(std::chrono::duration<double>(*to - *from).count());
+    }
+    if (const auto since = parse_time(rs.attempt_start_time.value_or(""))) {
+      in.current_elapsed = std::chrono::duration<double>(o_.now - *since).count();
+    }
+    CurrentRunProgress current{run.index, rs.label, rs.attempt, {}, steps.repeats, std::nullopt, std::nullopt};
+    const auto& s = o_.progress;
+    if (s && s->run == run.index && s->attempt == rs.attempt && s->steps_total == steps.total()) {
+      in.current_done = s->steps_done;
+      in.seconds_per_step = s->seconds_per_step;
+      current.position = loop_position(steps, s->steps_done);
+      // Four significant digits: the rate's jitter alone is no reason to write status.
+      if (s->seconds_per_step) current.seconds_per_step = four_digits(*s->seconds_per_step);
+    }
+    const JobEstimate e = estimate_job(in);
+    auto whole = [](std::optional<double> v) {
+      return v ? std::optional<std::int64_t>(std::llround(*v)) : std::nullopt;
+    };
+    current.remaining_seconds = whole(e.run_remaining_seconds);
+    next_progress_ = ProgressDetail{e.percent, whole(e.remaining_seconds), current, now_};
+    requeue(o_.progress_interval);  // the next poll
+  }
+
+  /// Writes the new estimate when it says something new and either the last one is
+  /// progress_interval old or status is written anyway: at most one write of its own per interval.
+  void settle_progress() {
+    const std::optional<ProgressDetail>& held = status_.progress_detail;
+    if (!next_progress_ || (held && same_progress(*held, *next_progress_))) return;
+    const auto last = held ? parse_time(held->last_update_time) : std::nullopt;
+    if (last && o_.now - *last < o_.progress_interval && to_json(status_) == original_status_) {
+      requeue(*last + o_.progress_interval - o_.now);
+      return;
+    }
+    set_progress(*next_progress_);
+  }
+
+  void set_progress(ProgressDetail p) {
+    status_.percent_complete = std::to_string(p.percent) + "%";
+    status_.progress_detail = std::move(p);
   }
 
   void init_status(const std::vector<RunConfig>& runs) {
@@ -726,10 +805,15 @@ class Reconcile {
 
   Decision finish() {
     status_.observed_generation = generation_;
+    settle_progress();
     json status = to_json(status_);  // the one place status becomes JSON
     if (status != original_status_) {
-      d_.actions.push_back(
-          {Action::Verb::PatchStatus, "benchmarkjobs", job_.name, {{"status", std::move(status)}}, "", {}});
+      d_.actions.push_back({Action::Verb::PatchStatus,
+                            "benchmarkjobs",
+                            job_.name,
+                            {{"status", with_removals(original_status_, std::move(status))}},
+                            "",
+                            {}});
     }
     return std::move(d_);
   }
@@ -742,6 +826,7 @@ class Reconcile {
   std::int64_t generation_ = 1;
   BenchmarkJobStatus status_;
   json original_status_;  ///< status_ as read, serialised: a status write only when it changed
+  std::optional<ProgressDetail> next_progress_;  ///< estimate_progress's, for settle_progress
   int runs_total_ = 0;
   std::set<std::string> deleted_;
   Decision d_;

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/run_progress.hpp"
 #include "operator/controller/baseline.hpp"
 
 namespace trainbench::op {
@@ -36,6 +37,11 @@ struct Observed {
   /// spec.baseline's object, read by the controller once the job has ended (baseline.hpp). Its
   /// initializer keeps aggregate initializations that stop at `now` free of warnings.
   ObservedBaseline baseline{};
+  /// The current run's progress as its master pod served it (the controller polls it), if read.
+  std::optional<RunProgressSample> progress{};
+  /// --progress-interval: status.progressDetail is written at most this often, and only when it
+  /// changed (0: no progress in status). A running job is requeued this often, which drives the polls.
+  std::chrono::seconds progress_interval{0};
 };
 
 /// What reconcile knows of the nodes the job's pods run on (docs/operator.md, "Lost nodes").

@@ -349,16 +349,17 @@ TEST(Crd, PrinterColumnsPointIntoTheSchema) {
     EXPECT_EQ(node->at("type"), type == "integer" && node->at("type") == "number" ? "number" : type)
         << name << ": " << path;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"Phase", "Runs", "Best ex/s", "Speedup", "Lowest eff.", "Noisy", "Model",
-                                             "Age"}));
-  EXPECT_EQ(columns.at(2).at("type"), "integer");    // Best ex/s: whole examples
-  EXPECT_EQ(columns.at(5).value("priority", 0), 1);  // Noisy: kubectl get -o wide
+  EXPECT_EQ(names, (std::vector<std::string>{"Phase", "Runs", "Progress", "Best ex/s", "Speedup", "Lowest eff.",
+                                             "Noisy", "Model", "Age"}));
+  EXPECT_EQ(columns.at(3).at("type"), "integer");    // Best ex/s: whole examples
+  EXPECT_EQ(columns.at(6).value("priority", 0), 1);  // Noisy: kubectl get -o wide
 }
 
 TEST(Crd, StatusHasTheOperatorsFields) {
   const json& status = schema().at("properties").at("status");
-  for (const char* f : {"phase", "conditions", "observedGeneration", "runsTotal", "runsDone", "progress", "runs",
-                        "report", "bestExamplesPerSec", "bestSpeedup", "lowestEfficiency", "noisyRuns"}) {
+  for (const char* f :
+       {"phase", "conditions", "observedGeneration", "runsTotal", "runsDone", "progress", "percentComplete",
+        "progressDetail", "runs", "report", "bestExamplesPerSec", "bestSpeedup", "lowestEfficiency", "noisyRuns"}) {
     EXPECT_TRUE(status.at("properties").contains(f)) << f;
   }
   EXPECT_EQ(status.at("properties").at("report").at("x-kubernetes-preserve-unknown-fields"), true);
@@ -375,6 +376,22 @@ TEST(Crd, StatusHasTheOperatorsFields) {
                          {"runsTotal", 3},
                          {"runsDone", 1},
                          {"progress", "1/3"},
+                         {"percentComplete", "42%"},
+                         {"progressDetail",
+                          {{"percent", 42},
+                           {"estimatedRemainingSeconds", 130},
+                           {"lastUpdateTime", "2026-11-22T10:00:10Z"},
+                           {"currentRun",
+                            {{"index", 1},
+                             {"label", "4 CPUs -- 2M/4G"},
+                             {"attempt", 0},
+                             {"stage", "Measure"},
+                             {"step", 17},
+                             {"steps", 100},
+                             {"repeat", 2},
+                             {"repeats", 5},
+                             {"secondsPerStep", 0.012},
+                             {"estimatedRemainingSeconds", 4}}}}},
                          {"runs", json::array({{{"index", 0},
                                                 {"label", "no ddp"},
                                                 {"phase", "Succeeded"},
@@ -391,7 +408,9 @@ TEST(Crd, StatusHasTheOperatorsFields) {
   bad["status"]["phase"] = "Done";
   bad["status"]["conditions"][0]["status"] = "Yes";
   bad["status"]["noisyRuns"] = -1;
-  EXPECT_GE(validator().errors(bad).size(), 3u);
+  bad["status"]["progressDetail"]["percent"] = 101;
+  bad["status"]["progressDetail"]["currentRun"]["stage"] = "Cooldown";
+  EXPECT_GE(validator().errors(bad).size(), 5u);
 }
 
 /// Every `self.a.b` / `e.a` a rule names exists in the schema (e bound by `.all(e, ...)`).

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "worker/progress_server.hpp"
 #include "worker/rank_progress.hpp"
 
 namespace trainbench::worker {
@@ -122,6 +123,43 @@ TEST(RankProgress, CostOfAPhaseUpdate) {
   std::cout << "RankProgress::enter: " << ns << " ns per call\n";
   RecordProperty("ns_per_enter", std::to_string(ns));
   EXPECT_EQ(p.snapshot().phase, ProgressPhase::kBackward);
+}
+
+TEST(ProgressServer, TurnsRankZerosRecordsIntoTheRunsSampleWithItsRate) {
+  RunConfig run;
+  run.index = 2;
+  run.warmup_steps = 2;
+  run.repeats = 2;
+  run.measure_steps = 10;  // 22 steps
+  ProgressServer server(run, /*attempt=*/1, /*port=*/0);
+  RunProgressSample s = server.sample();
+  EXPECT_EQ(s.run, 2);
+  EXPECT_EQ(s.attempt, 1);
+  EXPECT_EQ(s.steps_total, 22);
+  EXPECT_EQ(s.steps_done, -1);
+  RankProgressRecord r;
+  r.step = -1;
+  r.published = 1000;
+  server.observe(r);  // setup
+  EXPECT_EQ(server.sample().steps_done, -1);
+  r.step = 0;  // step 0 begun: none done
+  r.phase = ProgressPhase::kForward;
+  r.published = 1001;
+  server.observe(r);
+  EXPECT_EQ(server.sample().steps_done, 0);
+  EXPECT_FALSE(server.sample().seconds_per_step);
+  r.step = 8;  // step 8 runs: 8 done, 1 s for 8 steps
+  r.published = 1002;
+  server.observe(r);
+  s = server.sample();
+  EXPECT_EQ(s.steps_done, 8);
+  ASSERT_TRUE(s.seconds_per_step);
+  EXPECT_DOUBLE_EQ(*s.seconds_per_step, 0.125);
+  EXPECT_DOUBLE_EQ(s.updated, 1002);
+  r.phase = ProgressPhase::kGather;  // the loop is over: every step done
+  server.observe(r);
+  EXPECT_EQ(server.sample().steps_done, 22);
+  EXPECT_EQ(run_progress_sample_from_json(to_json(server.sample())).steps_done, 22);
 }
 
 }  // namespace

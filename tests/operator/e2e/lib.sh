@@ -90,9 +90,11 @@ mlp_job() {
   printf '%s\n' "  masterPort: 29500" "  template: {image: trainbench/worker:0.1.0}" "  runPolicy: $policy"
 }
 
+# start_operator [FLAGS]: also the words of $OPERATOR_FLAGS (a script's own settings).
 start_operator() {
+  # shellcheck disable=SC2086
   "$OPERATOR" --kubeconfig "$KUBECONFIG" --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
-    "$@" >>"$WORK/operator.log" 2>&1 &
+    ${OPERATOR_FLAGS:-} "$@" >>"$WORK/operator.log" 2>&1 &
   OPERATOR_PID=$!
   PIDS+=($OPERATOR_PID)
 }

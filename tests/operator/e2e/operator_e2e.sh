@@ -3,9 +3,11 @@
 # operator creates the master and trainer pods with the right torchrun environment; the
 # workers really train (mlp, 2 nodes x 2 processes, gloo); `kubectl get bj` shows Succeeded with
 # the printer columns and `-o json` holds the report; deleting the job deletes its pods; an
-# invalid job gets Invalid naming the field.
+# invalid job gets Invalid naming the field; a two-run sweep shows its progress while it runs,
+# written at the bounded rate (--progress-interval 2 here).
 source "$(dirname "$0")/lib.sh"
 
+OPERATOR_FLAGS="--progress-interval 2"
 start_cluster
 
 kc apply -f "$EXAMPLE" >/dev/null
@@ -32,12 +34,14 @@ echo "$table"
 grep -q "Succeeded" <<<"$table" || fail "get bj: no Succeeded column"
 grep -q "2/2" <<<"$table" || fail "get bj: no runs column"
 # Best ex/s a whole number, Lowest eff. the sweep's lowest scaling efficiency (two decimals).
-read -r best lowest <<<"$(awk 'NR == 2 { print $4, $6 }' <<<"$table")"
+read -r percent best lowest <<<"$(awk 'NR == 2 { print $4, $5, $7 }' <<<"$table")"
+[ "$percent" = "100%" ] || fail "get bj: Progress of a succeeded job: $percent"
 grep -q "LOWEST EFF." <<<"$table" || fail "get bj: no Lowest eff. column"
 [[ "$best" =~ ^[0-9]+$ ]] || fail "get bj: Best ex/s is not whole: $best"
 [ "$lowest" = "$(kc get bj "$JOB" -o jsonpath='{.status.lowestEfficiency}')" ] || fail "get bj: Lowest eff. $lowest"
 [[ "$lowest" =~ ^[0-9]+(\.[0-9]{1,2})?$ ]] || fail "get bj: Lowest eff. not two decimals: $lowest"
-kc get bj "$JOB" -o wide | grep -q "NOISY" || fail "get bj -o wide: no Noisy column"
+wide=$(kc get bj "$JOB" -o wide) # not piped into grep -q: kubectl's second write would meet a closed pipe
+grep -q "NOISY" <<<"$wide" || fail "get bj -o wide: no Noisy column: $wide"
 # The verdicts in the report, and a BelowTarget Event when a run is below the 0.8 target.
 for run in 0 1; do
   verdict=$(kc get bj "$JOB" -o jsonpath="{.status.report.runs[$run].noise.verdict}")
@@ -78,6 +82,53 @@ else
   # The API server's schema rejected it first (minimum: 1): that names the field too.
   grep -q "devicesPerNode" "$WORK/apply-bad.err" || fail "rejection does not name the field: $(cat "$WORK/apply-bad.err")"
 fi
+
+# Progress (docs/operator.md, "Progress"): every version of the job's status, from a watch
+# started before the job exists. The percent never decreases; while a run measures, status shows
+# its step of steps, repeat of repeats, rate and an estimate; the job ends at 100% without a
+# current run. Versions that change nothing but the progress are at least the interval (2 s)
+# apart, and the status writes kubesim's audit log counts are no more than the other changes
+# plus one per interval.
+"$KUBECTL" get bj -w -o json >"$WORK/watch.json" 2>"$WORK/watch.err" &
+WATCH_PID=$!
+PIDS+=($WATCH_PID)
+STEPS=1500
+mlp_job progress "$STEPS" "{backoffLimit: 0, collectiveTimeoutSeconds: 60}" "{nodes: 1, devicesPerNode: 1, paradigm: none}" \
+  "{nodes: 2, devicesPerNode: 1}" >"$WORK/progress.yaml"
+wait_for 20 grep -q operator-mlp "$WORK/watch.json" || fail "the watch did not start: $(cat "$WORK/watch.err")"
+kc apply -f "$WORK/progress.yaml" >/dev/null
+wait_for 300 phase_is progress Succeeded || fail "progress job did not succeed: $(kc get bj progress -o jsonpath='{.status}')"
+kc get bj progress
+sleep 1 # the watch brings the last version
+kill "$WATCH_PID" 2>/dev/null || true
+V="$WORK/progress.versions"
+jq -c 'select(.metadata.name == "progress") | .status // {}' "$WORK/watch.json" >"$V"
+jq -c '.progressDetail // {} | [.percent, .currentRun.index, .currentRun.stage, .currentRun.repeat, .currentRun.step,
+  .estimatedRemainingSeconds, .lastUpdateTime]' "$V"
+percents=$(jq -r '.progressDetail.percent // empty' "$V" | tr '\n' ' ')
+jq -s -e '[.[] | .progressDetail.percent // empty] | . as $p | all(range(1; length); $p[.] >= $p[. - 1])' "$V" \
+  >/dev/null || fail "progress decreased: $percents"
+mid=$(jq -c --argjson steps "$STEPS" 'select(.phase == "Running") | .progressDetail |
+  select(.percent > 0 and .percent < 100 and .estimatedRemainingSeconds != null and .currentRun.stage == "Measure" and
+         .currentRun.steps == $steps and .currentRun.step <= $steps and .currentRun.repeats == 2 and
+         .currentRun.repeat >= 1 and .currentRun.secondsPerStep > 0)' "$V" | sed -n 1p)
+[ -n "$mid" ] || fail "no version showed a measuring run with its step, rate and an estimate: $percents"
+echo "while running: $mid"
+jq -s -e 'last | .phase == "Succeeded" and .percentComplete == "100%" and .progressDetail.percent == 100 and
+  .progressDetail.estimatedRemainingSeconds == 0 and (.progressDetail | has("currentRun") | not)' "$V" >/dev/null ||
+  fail "the job did not end at 100% without a current run: $(tail -1 "$V")"
+# Versions where only the progress changed, and their spacing.
+rest='del(.progressDetail, .percentComplete)'
+gaps=$(jq -s -r "[range(1; length) as \$i | select((.[\$i] | $rest) == (.[\$i - 1] | $rest) and .[\$i] != .[\$i - 1]) |
+  (.[\$i].progressDetail.lastUpdateTime | fromdate) - (.[\$i - 1].progressDetail.lastUpdateTime | fromdate)] | map(tostring) | join(\" \")" "$V")
+others=$(jq -s "[range(1; length) as \$i | select((.[\$i] | $rest) != (.[\$i - 1] | $rest))] | length" "$V")
+[ -n "$gaps" ] || fail "no version changed only the progress (the check below would prove nothing)"
+for g in $gaps; do [ "$g" -ge 2 ] || fail "progress-only writes $g s apart (interval 2 s): $gaps"; done
+read -r writes span <<<"$(jq -s -r '[.[] | select(.verb == "patch" and .resource == "benchmarkjobs" and
+  .subresource == "status" and .name == "progress" and .code == 200) | .ts | sub("\\.[0-9]+Z$"; "Z") | fromdate] |
+  "\(length) \(if length > 0 then last - first else 0 end)"' "$WORK/sim/audit.log")"
+echo "status writes: $writes in $span s; $others versions changed more than progress; progress-only gaps (s): $gaps"
+[ "$writes" -le $((others + span / 2 + 1)) ] || fail "$writes status writes in $span s: more than $others + $span / 2 + 1"
 
 # Deleting a running job deletes its pods (ownerReferences).
 sed -e "s/name: operator-mlp/name: long-job/" -e "s/measureSteps: 10/measureSteps: 100000/" "$EXAMPLE" >"$WORK/long.yaml"
