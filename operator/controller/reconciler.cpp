@@ -258,7 +258,7 @@ class Reconcile {
     const std::string msg = "all " + std::to_string(runs_total_) + " runs succeeded";
     status_.set_condition(condition(ConditionType::kRunning, false, "JobSucceeded", msg, now_, generation_));
     status_.set_condition(condition(ConditionType::kSucceeded, true, "JobSucceeded", msg, now_, generation_));
-    if (o_.progress_interval.count() > 0) set_progress({100, 0, std::nullopt, now_});
+    if (o_.progress_interval.count() > 0 || status_.progress_detail) set_progress({100, 0, std::nullopt, now_});
     emit("Normal", "JobSucceeded", msg, "");
     emit_verdicts();
     clean_up_finished_job();

@@ -71,6 +71,23 @@ TEST(ProgressDisplay, TtyLinesNeverWrap) {
   }
 }
 
+TEST(ProgressDisplay, ShowsTheRunsTimeLeftAtItsMeasuredRate) {
+  std::ostringstream out;
+  double now = 0;
+  ProgressDisplay d(out, /*tty=*/true, 5.0, [&now] { return now; });
+  ProgressRun run = sample_run();
+  run.steps = RunSteps{20, 5, 100};  // 520 steps
+  d.begin(run);
+  d.update({"warmup", 0, 5, 1, 20, 0.5});  // the first observation: no rate yet
+  EXPECT_EQ(out.str().find("ETA"), std::string::npos) << out.str();
+  now = 10;  // 20 more steps in 10 s: 0.5 s a step
+  d.update({"measure", 1, 5, 1, 100, 0.5});
+  EXPECT_EQ(steps_done({"measure", 1, 5, 1, 100, 0.5}, run.steps), 21);
+  EXPECT_EQ(steps_done({"measure", 3, 5, 7, 100, 0.5}, run.steps), 227);
+  const std::string s = out.str();
+  EXPECT_NE(s.find("| 0.5 s/iter | ETA 4m10s"), std::string::npos) << s;  // 499 steps x 0.5 s = 249.5 s
+}
+
 TEST(ProgressDisplay, PlainOutputIsThrottled) {
   std::ostringstream out;
   double now = 0;
