@@ -17,6 +17,7 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "cli/file_output.hpp"
 #include "cli/interrupt.hpp"
 #include "cli/local_executor.hpp"
 #include "cli/progress.hpp"
@@ -89,22 +90,6 @@ std::string check_writable(const std::string& path) {
   }
   std::remove(probe.c_str());
   return "";
-}
-
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
-    f << text;
-    f.flush();
-    if (!f) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
-  }
 }
 
 std::string make_temp_base(const std::string& job_name) {
