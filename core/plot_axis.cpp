@@ -15,22 +15,29 @@ double PlotScale::map(double v) const {
 
 std::vector<double> nice_ticks(double lo, double hi, int target_count, double min_step) {
   if (!(hi > lo)) hi = lo + 1;
-  const double raw = (hi - lo) / std::max(1, target_count - 1);
-  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-  double step = magnitude * 10;
-  for (const double m : {1.0, 2.0, 5.0}) {
-    if (magnitude * m >= raw) {
-      step = magnitude * m;
+  const double raw = std::max((hi - lo) / std::max(1, target_count - 1), min_step);
+  // The step is m x 10^e; ticks are computed as n x m / 10^-e (or n x m x 10^e), so 0.6 is 0.6
+  // and not 3 x 0.2 = 0.6000000000000001.
+  int e = static_cast<int>(std::floor(std::log10(raw)));
+  double m = 10;
+  for (const double c : {1.0, 2.0, 5.0}) {
+    if (c * std::pow(10.0, e) >= raw * (1 - 1e-12)) {
+      m = c;
       break;
     }
   }
-  step = std::max(step, min_step);
+  if (m == 10) {
+    m = 1;
+    ++e;
+  }
+  const double scale = std::pow(10.0, std::abs(e));
+  auto tick = [&](long n) { return e < 0 ? static_cast<double>(n) * m / scale : static_cast<double>(n) * m * scale; };
+  const double step = tick(1);
   std::vector<double> ticks;
-  const double first = std::floor(lo / step + 1e-9) * step;
-  for (int k = 0;; ++k) {
-    const double t = first + k * step;
-    ticks.push_back(std::abs(t) < step * 1e-9 ? 0.0 : t);
-    if (t >= hi - step * 1e-9 || k > 1000) break;
+  const long first = static_cast<long>(std::floor(lo / step + 1e-9));
+  for (long n = first;; ++n) {
+    ticks.push_back(tick(n));
+    if (ticks.back() >= hi - step * 1e-9 || n - first > 1000) break;
   }
   return ticks;
 }
