@@ -268,6 +268,20 @@ std::vector<Placed> place_series(const Panel& p, const PlotData& d, Paradigm par
   return placed;
 }
 
+/// The line of a series follows its fastest run at each device count (1M/2G or 2M/1G, whichever
+/// is faster); the others are points off the line, labelled with their shape.
+std::vector<Placed> fastest_per_device_count(const std::vector<Placed>& series) {
+  std::vector<Placed> line;
+  for (const auto& at : series) {
+    if (!line.empty() && line.back().point->devices == at.point->devices) {
+      if (at.point->throughput > line.back().point->throughput) line.back() = at;
+    } else {
+      line.push_back(at);
+    }
+  }
+  return line;
+}
+
 /// The slowest to the fastest repeat's throughput, a bar with caps.
 void draw_spread(SvgWriter& w, const Panel& p, const PlotPoint& pt, double x, const std::string& color) {
   const double lo = p.y.map(pt.slowest), hi = p.y.map(pt.fastest);
@@ -290,11 +304,12 @@ std::vector<ValueLabel> draw_series(SvgWriter& w, const Panel& p, const PlotData
     const std::string color = paradigm_color(par), name(to_string(par));
     const std::vector<Placed> series = place_series(p, d, par, value);
     w.open("g", {{"class", "series"}, {"data-paradigm", name}, {"fill", color}});
-    if (series.size() > 1) {
+    const std::vector<Placed> fastest = fastest_per_device_count(series);
+    if (fastest.size() > 1) {
       std::string line;
-      for (std::size_t i = 0; i < series.size(); ++i) {
-        line += (i ? " " : "") + svg_number(series[i].x) + "," + svg_number(series[i].y);
-        if (i) placer.avoid_segment(series[i - 1].x, series[i - 1].y, series[i].x, series[i].y);
+      for (std::size_t i = 0; i < fastest.size(); ++i) {
+        line += (i ? " " : "") + svg_number(fastest[i].x) + "," + svg_number(fastest[i].y);
+        if (i) placer.avoid_segment(fastest[i - 1].x, fastest[i - 1].y, fastest[i].x, fastest[i].y);
       }
       w.leaf("polyline",
              {{"class", "series-line"}, {"points", line}, {"fill", "none"}, {"stroke", color}, {"stroke-width", 2.5}});
