@@ -16,7 +16,8 @@ namespace {
 
 /// Beyond this many devices the x axis is log2 (1, 2, 4, ... 1024 stay apart).
 constexpr double kLinearDevicesMax = 16;
-/// More points than this in a panel and their values are left to the tooltips.
+/// Up to this many points a panel labels every value; beyond, only where a label covers no other
+/// (the rest are in the tooltips).
 constexpr std::size_t kMaxValueLabels = 12;
 constexpr const char* kIdealColor = "#808080";
 constexpr const char* kTargetColor = "#D62728";
@@ -156,12 +157,22 @@ double ideal_throughput(const PlotPoint& base, double devices) {
   return base.throughput * devices / std::max(1.0, base.devices);
 }
 
+/// Throughput on a linear axis from 0, or a logarithmic one where the devices' axis is (ideal
+/// scaling is then a straight line and 1 device's rate is not squashed against 1000 devices').
 Panel throughput_panel(const PlotData& d, const Rect& area) {
   Panel p{"throughput", area, {}, {}, {}, {}};
   devices_axis(d, p);
-  double top = 0;
-  for (const auto& pt : d.points) top = std::max(top, pt.fastest);
+  double top = 0, bottom = 0;
+  for (const auto& pt : d.points) {
+    top = std::max(top, pt.fastest);
+    bottom = bottom > 0 ? std::min(bottom, pt.slowest) : pt.slowest;
+  }
   if (d.baseline) top = std::max(top, ideal_throughput(*d.baseline, p.x_ticks.back()));
+  if (p.x.logarithmic && bottom > 0) {
+    p.y_ticks = log_ticks(bottom, top);
+    p.y = {p.y_ticks.front(), p.y_ticks.back(), area.bottom, area.top, true};
+    return p;
+  }
   p.y_ticks = nice_ticks(0, top > 0 ? top * 1.05 : 1, 6);
   p.y = {0, p.y_ticks.back(), area.bottom, area.top, false};
   return p;
@@ -181,6 +192,13 @@ std::string rate_tick(double v) {
   if (v >= 1e6) return printf_str("%gM", v / 1e6);
   if (v >= 1e4) return printf_str("%gk", v / 1e3);
   return printf_str("%g", v);
+}
+
+/// A rate next to its point: fmt_rate's, shortened to 3 digits from 10000 ("192k/s").
+std::string rate_value(double v) {
+  if (v >= 1e6) return printf_str("%.3gM/s", v / 1e6);
+  if (v >= 1e4) return printf_str("%.3gk/s", v / 1e3);
+  return fmt_rate(v);
 }
 
 std::string percent(double fraction) { return printf_str("%.0f%%", fraction * 100); }
@@ -240,11 +258,15 @@ struct ValueLabel {
   std::string color;
 };
 
-void draw_value_labels(SvgWriter& w, LabelPlacer& placer, const std::vector<ValueLabel>& labels) {
+void draw_value_labels(SvgWriter& w, LabelPlacer& placer, std::vector<ValueLabel> labels) {
+  const bool all = labels.size() <= kMaxValueLabels;
+  // The right end (most devices) first: those are the numbers a scaling plot is read for.
+  std::stable_sort(labels.begin(), labels.end(), [](const ValueLabel& a, const ValueLabel& b) { return a.x > b.x; });
   w.open("g", {{"class", "values"}, {"font-size", 11.0}});
   for (const auto& l : labels) {
-    const LabelSpot at = placer.place(l.x, l.y, 6.3 * static_cast<double>(l.text.size()), 12, 12);
-    w.text_element("text", {{"x", at.x}, {"y", at.y}, {"text-anchor", at.anchor}, {"fill", l.color}}, l.text);
+    const auto at = placer.place(l.x, l.y, 6.3 * static_cast<double>(l.text.size()), 12, 12, {false, !all});
+    if (at)
+      w.text_element("text", {{"x", at->x}, {"y", at->y}, {"text-anchor", at->anchor}, {"fill", l.color}}, l.text);
   }
   w.close();
 }
@@ -295,7 +317,7 @@ void draw_spread(SvgWriter& w, const Panel& p, const PlotPoint& pt, double x, co
 }
 
 /// Each paradigm's points joined in order of devices; `value` is nullopt where a point has none.
-/// Returns the values to label (none beyond kMaxValueLabels points: the tooltips have them).
+/// Returns the values to label.
 std::vector<ValueLabel> draw_series(SvgWriter& w, const Panel& p, const PlotData& d, const ValueOf& value,
                                     const std::function<std::string(double)>& value_text, bool spread,
                                     LabelPlacer& placer) {
@@ -338,7 +360,6 @@ std::vector<ValueLabel> draw_series(SvgWriter& w, const Panel& p, const PlotData
     }
     w.close();
   }
-  if (d.points.size() > kMaxValueLabels) labels.clear();
   return labels;
 }
 
@@ -346,11 +367,11 @@ std::vector<ValueLabel> draw_series(SvgWriter& w, const Panel& p, const PlotData
 void draw_baseline(SvgWriter& w, const Panel& p, const PlotPoint& base, double value, LabelPlacer& placer) {
   const double x = p.x.map(base.devices), y = p.y.map(value);
   placer.avoid(around(x, y, 10));
-  placer.avoid({x - 12 - 50, y - 21, x - 12, y - 7});  // "baseline"
+  const auto at = placer.place(x, y, 50, 12, 14, {true, false});
   w.open("g", {{"class", "baseline"}, {"data-run", base.run}});
   w.leaf("circle", {{"cx", x}, {"cy", y}, {"r", 9.0}, {"fill", "none"}, {"stroke", kInkColor}, {"stroke-width", 2.0}});
   w.text_element("text",
-                 {{"x", x - 12}, {"y", y - 10}, {"text-anchor", "end"}, {"font-size", 11.0}, {"fill", kInkColor}},
+                 {{"x", at->x}, {"y", at->y}, {"text-anchor", at->anchor}, {"font-size", 11.0}, {"fill", kInkColor}},
                  "baseline");
   w.close();
 }
@@ -397,7 +418,7 @@ void draw_reference(SvgWriter& w, const Panel& p, const std::string& cls, double
 /// The baseline's throughput times the devices, from the baseline to the last x tick.
 void draw_ideal_throughput(SvgWriter& w, const Panel& p, const PlotPoint& base, LabelPlacer& placer) {
   const double from = base.devices, to = p.x_ticks.back();
-  const int samples = p.x.log2 ? 48 : 1;  // a line on a linear axis, a curve on a log2 one
+  const int samples = p.x.logarithmic && !p.y.logarithmic ? 48 : 1;  // a curve on log x, linear y
   std::string points;
   for (int k = 0; k <= samples; ++k) {
     const double dev = from + (to - from) * k / samples;
@@ -427,7 +448,10 @@ void draw_ideal_throughput(SvgWriter& w, const Panel& p, const PlotPoint& base, 
 }
 
 void draw_panel_frame(SvgWriter& w, const Panel& p, const std::string& title) {
-  w.open("g", {{"class", "panel"}, {"id", p.id}, {"data-x-scale", p.x.log2 ? "log2" : "linear"}});
+  w.open("g", {{"class", "panel"},
+               {"id", p.id},
+               {"data-x-scale", p.x.logarithmic ? "log" : "linear"},
+               {"data-y-scale", p.y.logarithmic ? "log" : "linear"}});
   w.text_element("text",
                  {{"class", "panel-title"},
                   {"x", p.area.left},
@@ -536,8 +560,9 @@ void draw_legend(SvgWriter& w, const std::vector<LegendEntry>& entries, double w
   w.close();
 }
 
-std::string devices_title(const Report& r) {
-  return r.environment.device == "cuda" ? "GPUs (all nodes)" : "devices: CPU processes (all nodes)";
+std::string devices_title(const Report& r, const Panel& p) {
+  return (r.environment.device == "cuda" ? "GPUs (all nodes" : "devices: CPU processes (all nodes") +
+         std::string(p.x.logarithmic ? ", log scale)" : ")");
 }
 
 std::string throughput_unit(const Report& r) { return is_language_model(r.model) ? "sequences/s" : "examples/s"; }
@@ -546,11 +571,11 @@ void throughput_section(SvgWriter& w, const Report& r, const PlotData& d, const 
   const Panel p = throughput_panel(d, area);
   LabelPlacer placer({area.left, area.top, area.right, area.bottom});
   draw_panel_frame(w, p, "Throughput: " + throughput_unit(r) + ", all devices, p50");
-  draw_axes(w, p, devices_title(r), throughput_unit(r), rate_tick);
+  draw_axes(w, p, devices_title(r, p), throughput_unit(r) + (p.y.logarithmic ? " (log scale)" : ""), rate_tick);
   if (d.baseline) draw_ideal_throughput(w, p, *d.baseline, placer);
   draw_failed(w, p, d, placer);
   const auto labels = draw_series(
-      w, p, d, [](const PlotPoint& pt) { return std::optional<double>(pt.throughput); }, fmt_rate, true, placer);
+      w, p, d, [](const PlotPoint& pt) { return std::optional<double>(pt.throughput); }, rate_value, true, placer);
   if (d.baseline) draw_baseline(w, p, *d.baseline, d.baseline->throughput, placer);
   draw_value_labels(w, placer, labels);
   if (d.points.empty() && d.failed.empty()) draw_message(w, p, "no training runs in this report");
@@ -561,7 +586,7 @@ void efficiency_section(SvgWriter& w, const Report& r, const PlotData& d, const 
   const Panel p = efficiency_panel(d, area, r.efficiency_target);
   LabelPlacer placer({area.left, area.top, area.right, area.bottom});
   draw_panel_frame(w, p, "Scaling efficiency: speedup / devices");
-  draw_axes(w, p, devices_title(r), "scaling efficiency", percent);
+  draw_axes(w, p, devices_title(r, p), "scaling efficiency", percent);
   draw_failed(w, p, d, placer);
   if (!d.baseline) {
     draw_message(w, p, "no speedup: no one-device run succeeded");
