@@ -33,6 +33,7 @@ struct PlotPoint {
   double slowest = 0;     ///< the slowest and the fastest repeat's p50 examples/s
   double fastest = 0;
   std::optional<double> efficiency;
+  std::optional<double> speedup;
   std::string name;             ///< "2 CPUs -- 1M/2G"
   std::string label;            ///< "1M/2G"
   bool shares_devices = false;  ///< another point of its paradigm has as many devices
@@ -85,6 +86,7 @@ PlotPoint plot_point(const RunReport& r, int index) {
   p.devices = r.world_size;
   p.throughput = p.slowest = p.fastest = r.examples_per_sec.p50;
   p.efficiency = r.efficiency;
+  p.speedup = r.speedup;
   p.name = r.devices_label + " -- " + r.label;
   p.label = r.label;
   // examples/s is inversely proportional to sec/iter: each repeat's p50 gives its throughput.
@@ -274,6 +276,15 @@ void draw_value_labels(SvgWriter& w, LabelPlacer& placer, std::vector<ValueLabel
 /// A point's marker as an obstacle for the labels.
 PlotBox around(double x, double y, double r) { return {x - r, y - r, x + r, y + r}; }
 
+/// What hovering a point says: the run and all its numbers the plot shows.
+std::string tooltip(const PlotPoint& pt) {
+  std::string t = pt.name + " (" + std::string(to_string(pt.paradigm)) + "): p50 " + fmt_rate(pt.throughput);
+  if (pt.fastest > pt.slowest) t += ", repeats " + fmt_rate(pt.slowest) + " to " + fmt_rate(pt.fastest);
+  if (pt.speedup) t += "; speedup " + printf_str("%.2fx", *pt.speedup);
+  if (pt.efficiency) t += ", efficiency " + printf_str("%.1f%%", *pt.efficiency * 100);
+  return t;
+}
+
 using ValueOf = std::function<std::optional<double>(const PlotPoint&)>;
 
 /// A point of a series where it is drawn.
@@ -351,7 +362,7 @@ std::vector<ValueLabel> draw_series(SvgWriter& w, const Panel& p, const PlotData
                         {"r", 5.0},
                         {"stroke", "#FFFFFF"},
                         {"stroke-width", 1.5}});
-      w.text_element("title", {}, pt.name + ": " + value_text(*value(pt)));
+      w.text_element("title", {}, tooltip(pt));
       w.close();
       // Two runs of a paradigm on as many devices (1M/2G, 2M/1G): the label says which is which.
       labels.push_back(

@@ -197,6 +197,9 @@ TEST(ScalingPlot, MixedParadigmsPointsLegendTargetBaselineAndFailedRun) {
                       std::lround(ty.value(std::stod(xy.substr(xy.find(',') + 1)))));
   }
   EXPECT_EQ(line, (std::vector<std::pair<long, long>>{{1, 380}, {2, 700}, {4, 1200}}));
+  // Hovering a point names the run and its numbers.
+  EXPECT_EQ(text_of(svg.one("//s:g[@id='efficiency']//s:circle[@data-run='2']/s:title")),
+            "2 CPUs -- 1M/2G (ddp): p50 700/s; speedup 1.75x, efficiency 87.5%");
   // The two ddp runs on 2 devices say which is which.
   std::set<std::string> values;
   for (auto* t : svg.all("//s:g[@id='throughput']/s:g[@class='values']/s:text")) values.insert(text_of(t));
