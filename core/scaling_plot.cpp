@@ -640,7 +640,8 @@ std::string subtitle(const Report& r) {
 std::string scaling_plot_svg(const Report& report, const ScalingPlotOptions& options) {
   const PlotData d = collect(report);
   const std::vector<LegendEntry> legend = legend_entries(report, d);
-  const double width = options.width, height = options.height;
+  // Below this the panels' labels would overlap: a smaller plot is scaled by its viewer instead.
+  const double width = std::max(options.width, 720.0), height = std::max(options.height, 400.0);
   int rows = 0;
   for (const auto& at : legend_layout(legend, width)) rows = std::max(rows, at.second + 1);
   const std::string title = options.title.empty() ? default_title(report) : options.title;

@@ -263,6 +263,14 @@ TEST(ScalingPlot, NoBaselineNoEfficiencyPanelPointsButThroughputStays) {
   EXPECT_EQ(svg.all("//s:g[@class='failed'][@data-run='0']").size(), 2u);
 }
 
+TEST(ScalingPlot, NoTrainingRunsStillAValidPlotSayingSo) {
+  const Svg svg(scaling_plot_svg(finish({}, std::nullopt, 0.8), {1200, 600, "my title"}));
+  EXPECT_EQ(attr(svg.one("/s:svg"), "width"), "1200");
+  EXPECT_EQ(text_of(svg.one("//s:text[@class='title']")), "my title");
+  EXPECT_EQ(text_of(svg.one("//s:g[@id='throughput']/s:text[@class='message']")), "no training runs in this report");
+  EXPECT_EQ(svg.all("//s:circle[@class='point'] | //s:g[@class='legend-entry']").size(), 0u);
+}
+
 TEST(ScalingPlot, ManyDevicesUseLogAxesAndStillReadBack) {
   std::vector<RunReport> runs;
   for (int d = 1; d <= 64; d *= 2)
