@@ -1,0 +1,27 @@
+#pragma once
+
+// The subcommands of `kubectl trainbench` (cli/kubectl_trainbench.cpp). Each reads what it needs
+// through PluginCluster and prints as the `trainbench` CLI prints the same thing locally.
+
+#include <string>
+
+#include "cli/plugin_args.hpp"
+#include "cli/plugin_cluster.hpp"
+#include "core/report.hpp"
+
+namespace trainbench::cli {
+
+/// The job's report (status.report). Throws PluginError when it has none: exit 5 while the job
+/// may still get one (no status yet, Pending, Running), 1 when it never will (Invalid, or Failed
+/// before any run ended); the message says the phase, the runs done and what each run is doing.
+const Report& job_report(const ClusterJob& job);
+
+/// Why a job has no report, in words ("phase Running, 0 of 2 runs done; run 0 ... Running").
+std::string no_report_reason(const ClusterJob& job);
+
+int plugin_report(const PluginRequest& r);
+int plugin_diff(const PluginRequest& r);
+int plugin_plot(const PluginRequest& r);
+int plugin_logs(const PluginRequest& r);
+
+}  // namespace trainbench::cli
