@@ -5,7 +5,7 @@
 namespace trainbench::cli {
 
 /// Writes `text` to `path` through a temporary file renamed over it, so a reader never sees half
-/// a file (reports, plots). Throws std::runtime_error naming the file and the errno text.
+/// a report or plot. Throws std::runtime_error naming the file.
 void write_file_atomically(const std::string& path, const std::string& text);
 
 }  // namespace trainbench::cli

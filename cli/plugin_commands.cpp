@@ -9,6 +9,7 @@
 #include "cli/rank_pod.hpp"
 #include "core/report_format.hpp"
 #include "core/run_config.hpp"
+#include "core/scaling_plot.hpp"
 #include "core/spec.hpp"
 #include "kube/errors.hpp"
 
@@ -133,8 +134,15 @@ int plugin_diff(const PluginRequest& r) {
 
 int plugin_plot(const PluginRequest& r) {
   const PluginCluster cluster(r.kube);
-  (void)job_report(cluster.job(r.names[0]));
-  throw PluginError("plot: the scaling plot (core/scaling_plot) is not in this build yet", kExitError);
+  const ClusterJob job = cluster.job(r.names[0]);
+  const std::string svg = scaling_plot_svg(job_report(job));
+  if (r.output == "-") {
+    std::cout << svg;
+    return kExitOk;
+  }
+  write_file_atomically(r.output, svg);
+  std::cerr << "kubectl-trainbench: wrote the scaling plot of BenchmarkJob " << job.name << " to " << r.output << "\n";
+  return kExitOk;
 }
 
 int plugin_logs(const PluginRequest& r) {
