@@ -7,6 +7,7 @@
 
 #include "core/model_sizes.hpp"
 #include "core/plot_axis.hpp"
+#include "core/plot_labels.hpp"
 #include "core/svg_writer.hpp"
 #include "core/text_cells.hpp"
 
@@ -31,7 +32,11 @@ struct PlotPoint {
   double slowest = 0;     ///< the slowest and the fastest repeat's p50 examples/s
   double fastest = 0;
   std::optional<double> efficiency;
-  std::string name;  ///< "2 CPUs -- 1M/2G"
+  std::string name;             ///< "2 CPUs -- 1M/2G"
+  std::string label;            ///< "1M/2G"
+  bool shares_devices = false;  ///< another point of its paradigm has as many devices
+  /// Spread bars of points on as many devices stand side by side: this one's offset, pixels.
+  double bar_offset = 0;
 };
 
 struct FailedRun {
@@ -80,6 +85,7 @@ PlotPoint plot_point(const RunReport& r, int index) {
   p.throughput = p.slowest = p.fastest = r.examples_per_sec.p50;
   p.efficiency = r.efficiency;
   p.name = r.devices_label + " -- " + r.label;
+  p.label = r.label;
   // examples/s is inversely proportional to sec/iter: each repeat's p50 gives its throughput.
   for (const auto& rep : r.repeats) {
     if (!(rep.p50 > 0) || r.repeats.size() < 2) continue;
@@ -107,8 +113,16 @@ PlotData collect(const Report& report) {
   std::stable_sort(d.points.begin(), d.points.end(), [](const PlotPoint& a, const PlotPoint& b) {
     return a.paradigm != b.paradigm ? a.paradigm < b.paradigm : a.devices < b.devices;
   });
-  for (const auto& p : d.points) {
+  for (std::size_t i = 0; i < d.points.size(); ++i) {
+    PlotPoint& p = d.points[i];
     if (d.paradigms.empty() || d.paradigms.back() != p.paradigm) d.paradigms.push_back(p.paradigm);
+    int same = 0, before = 0;
+    for (std::size_t j = 0; j < d.points.size(); ++j) {
+      p.shares_devices |= j != i && d.points[j].paradigm == p.paradigm && d.points[j].devices == p.devices;
+      same += d.points[j].devices == p.devices ? 1 : 0;
+      before += j < i && d.points[j].devices == p.devices ? 1 : 0;
+    }
+    p.bar_offset = (before - (same - 1) / 2.0) * 7;
   }
   return d;
 }
@@ -219,75 +233,120 @@ void draw_axes(SvgWriter& w, const Panel& p, const std::string& x_title, const s
   w.close();
 }
 
-/// A value printed next to its point; nudged down when it would overlap another.
+/// A value to print next to its point, once every mark of the panel is known.
 struct ValueLabel {
-  double x = 0, y = 0;
+  double x = 0, y = 0;  ///< the point
   std::string text;
   std::string color;
 };
 
-void draw_value_labels(SvgWriter& w, std::vector<ValueLabel> labels) {
-  std::stable_sort(labels.begin(), labels.end(), [](const ValueLabel& a, const ValueLabel& b) { return a.y < b.y; });
-  for (std::size_t i = 0; i < labels.size(); ++i) {
-    for (std::size_t j = 0; j < i; ++j) {
-      if (std::abs(labels[i].x - labels[j].x) < 48 && labels[i].y < labels[j].y + 13) labels[i].y = labels[j].y + 13;
-    }
-  }
+void draw_value_labels(SvgWriter& w, LabelPlacer& placer, const std::vector<ValueLabel>& labels) {
   w.open("g", {{"class", "values"}, {"font-size", 11.0}});
-  for (const auto& l : labels) w.text_element("text", {{"x", l.x + 12}, {"y", l.y + 4}, {"fill", l.color}}, l.text);
+  for (const auto& l : labels) {
+    const LabelSpot at = placer.place(l.x, l.y, 6.3 * static_cast<double>(l.text.size()), 12, 12);
+    w.text_element("text", {{"x", at.x}, {"y", at.y}, {"text-anchor", at.anchor}, {"fill", l.color}}, l.text);
+  }
   w.close();
 }
 
+/// A point's marker as an obstacle for the labels.
+PlotBox around(double x, double y, double r) { return {x - r, y - r, x + r, y + r}; }
+
+using ValueOf = std::function<std::optional<double>(const PlotPoint&)>;
+
+/// A point of a series where it is drawn.
+struct Placed {
+  const PlotPoint* point;
+  double x, y;
+};
+
+std::vector<Placed> place_series(const Panel& p, const PlotData& d, Paradigm par, const ValueOf& value) {
+  std::vector<Placed> placed;
+  for (const auto& pt : d.points) {
+    if (pt.paradigm == par && value(pt)) placed.push_back({&pt, p.x.map(pt.devices), p.y.map(*value(pt))});
+  }
+  return placed;
+}
+
+/// The line of a series follows its fastest run at each device count (1M/2G or 2M/1G, whichever
+/// is faster); the others are points off the line, labelled with their shape.
+std::vector<Placed> fastest_per_device_count(const std::vector<Placed>& series) {
+  std::vector<Placed> line;
+  for (const auto& at : series) {
+    if (!line.empty() && line.back().point->devices == at.point->devices) {
+      if (at.point->throughput > line.back().point->throughput) line.back() = at;
+    } else {
+      line.push_back(at);
+    }
+  }
+  return line;
+}
+
+/// The slowest to the fastest repeat's throughput, a bar with caps.
+void draw_spread(SvgWriter& w, const Panel& p, const PlotPoint& pt, double x, const std::string& color) {
+  const double lo = p.y.map(pt.slowest), hi = p.y.map(pt.fastest);
+  w.leaf("path", {{"class", "spread"},
+                  {"d", "M" + svg_number(x) + " " + svg_number(lo) + "V" + svg_number(hi) + "M" + svg_number(x - 4) +
+                            " " + svg_number(lo) + "h8M" + svg_number(x - 4) + " " + svg_number(hi) + "h8"},
+                  {"stroke", color},
+                  {"stroke-width", 1.5},
+                  {"stroke-opacity", 0.7},
+                  {"fill", "none"}});
+}
+
 /// Each paradigm's points joined in order of devices; `value` is nullopt where a point has none.
-void draw_series(SvgWriter& w, const Panel& p, const PlotData& d,
-                 const std::function<std::optional<double>(const PlotPoint&)>& value,
-                 const std::function<std::string(double)>& value_text, bool spread) {
+/// Returns the values to label (none beyond kMaxValueLabels points: the tooltips have them).
+std::vector<ValueLabel> draw_series(SvgWriter& w, const Panel& p, const PlotData& d, const ValueOf& value,
+                                    const std::function<std::string(double)>& value_text, bool spread,
+                                    LabelPlacer& placer) {
   std::vector<ValueLabel> labels;
   for (const Paradigm par : d.paradigms) {
-    const std::string color = paradigm_color(par);
-    w.open("g", {{"class", "series"}, {"data-paradigm", std::string(to_string(par))}, {"fill", color}});
-    std::string line;
-    for (const auto& pt : d.points) {
-      if (pt.paradigm == par && value(pt))
-        line += svg_number(p.x.map(pt.devices)) + "," + svg_number(p.y.map(*value(pt))) + " ";
-    }
-    if (std::count(line.begin(), line.end(), ',') > 1) {
-      line.pop_back();
+    const std::string color = paradigm_color(par), name(to_string(par));
+    const std::vector<Placed> series = place_series(p, d, par, value);
+    w.open("g", {{"class", "series"}, {"data-paradigm", name}, {"fill", color}});
+    const std::vector<Placed> fastest = fastest_per_device_count(series);
+    if (fastest.size() > 1) {
+      std::string line;
+      for (std::size_t i = 0; i < fastest.size(); ++i) {
+        line += (i ? " " : "") + svg_number(fastest[i].x) + "," + svg_number(fastest[i].y);
+        if (i) placer.avoid_segment(fastest[i - 1].x, fastest[i - 1].y, fastest[i].x, fastest[i].y);
+      }
       w.leaf("polyline",
              {{"class", "series-line"}, {"points", line}, {"fill", "none"}, {"stroke", color}, {"stroke-width", 2.5}});
     }
-    for (const auto& pt : d.points) {
-      if (pt.paradigm != par || !value(pt)) continue;
-      const double x = p.x.map(pt.devices), y = p.y.map(*value(pt));
+    for (std::size_t i = 0; i < series.size(); ++i) {
+      const PlotPoint& pt = *series[i].point;
       if (spread && pt.fastest > pt.slowest) {
-        w.leaf("line", {{"class", "spread"},
-                        {"x1", x},
-                        {"y1", p.y.map(pt.slowest)},
-                        {"x2", x},
-                        {"y2", p.y.map(pt.fastest)},
-                        {"stroke", color},
-                        {"stroke-width", 1.5}});
+        const double x = series[i].x + pt.bar_offset;
+        draw_spread(w, p, pt, x, color);
+        placer.avoid_segment(x, p.y.map(pt.slowest), x, p.y.map(pt.fastest));
       }
       w.open("circle", {{"class", "point"},
                         {"data-run", pt.run},
-                        {"data-paradigm", std::string(to_string(par))},
-                        {"cx", x},
-                        {"cy", y},
+                        {"data-paradigm", name},
+                        {"cx", series[i].x},
+                        {"cy", series[i].y},
                         {"r", 5.0},
                         {"stroke", "#FFFFFF"},
                         {"stroke-width", 1.5}});
       w.text_element("title", {}, pt.name + ": " + value_text(*value(pt)));
       w.close();
-      labels.push_back({x, y, value_text(*value(pt)), color});
+      // Two runs of a paradigm on as many devices (1M/2G, 2M/1G): the label says which is which.
+      labels.push_back(
+          {series[i].x, series[i].y, value_text(*value(pt)) + (pt.shares_devices ? " " + pt.label : ""), color});
+      placer.avoid(around(series[i].x, series[i].y, 6));
     }
     w.close();
   }
-  if (d.points.size() <= kMaxValueLabels) draw_value_labels(w, std::move(labels));
+  if (d.points.size() > kMaxValueLabels) labels.clear();
+  return labels;
 }
 
 /// A ring around the baseline run's point, labelled: the run every speedup is measured against.
-void draw_baseline(SvgWriter& w, const Panel& p, const PlotPoint& base, double value) {
+void draw_baseline(SvgWriter& w, const Panel& p, const PlotPoint& base, double value, LabelPlacer& placer) {
   const double x = p.x.map(base.devices), y = p.y.map(value);
+  placer.avoid(around(x, y, 10));
+  placer.avoid({x - 12 - 50, y - 21, x - 12, y - 7});  // "baseline"
   w.open("g", {{"class", "baseline"}, {"data-run", base.run}});
   w.leaf("circle", {{"cx", x}, {"cy", y}, {"r", 9.0}, {"fill", "none"}, {"stroke", kInkColor}, {"stroke-width", 2.0}});
   w.text_element("text",
@@ -297,9 +356,10 @@ void draw_baseline(SvgWriter& w, const Panel& p, const PlotPoint& base, double v
 }
 
 /// A cross on the x axis at a failed run's devices: it has no numbers to plot.
-void draw_failed(SvgWriter& w, const Panel& p, const PlotData& d) {
+void draw_failed(SvgWriter& w, const Panel& p, const PlotData& d, LabelPlacer& placer) {
   for (const auto& f : d.failed) {
     const double x = p.x.map(f.devices), y = p.area.bottom;
+    placer.avoid({x - 20, y - 22, x + 20, y + 7});
     w.open("g", {{"class", "failed"}, {"data-run", f.run}});
     w.text_element("title", {}, f.name + ": failed" + (f.error.empty() ? "" : ": " + f.error));
     w.leaf("path", {{"d", "M" + svg_number(x - 6) + " " + svg_number(y - 6) + "L" + svg_number(x + 6) + " " +
@@ -316,8 +376,10 @@ void draw_failed(SvgWriter& w, const Panel& p, const PlotData& d) {
 
 /// A horizontal reference line across the panel at `value`, labelled at its right end.
 void draw_reference(SvgWriter& w, const Panel& p, const std::string& cls, double value, const char* color,
-                    const char* dash, const std::string& label) {
+                    const char* dash, const std::string& label, LabelPlacer& placer) {
   const double y = p.y.map(value);
+  placer.avoid_segment(p.area.left, y, p.area.right, y);
+  placer.avoid({p.area.right - 4 - 6.3 * static_cast<double>(label.size()), y - 16, p.area.right, y - 2});
   w.open("g", {{"class", cls}, {"data-value", printf_str("%g", value)}});
   w.leaf("line", {{"x1", p.area.left},
                   {"y1", y},
@@ -333,14 +395,21 @@ void draw_reference(SvgWriter& w, const Panel& p, const std::string& cls, double
 }
 
 /// The baseline's throughput times the devices, from the baseline to the last x tick.
-void draw_ideal_throughput(SvgWriter& w, const Panel& p, const PlotPoint& base) {
+void draw_ideal_throughput(SvgWriter& w, const Panel& p, const PlotPoint& base, LabelPlacer& placer) {
   const double from = base.devices, to = p.x_ticks.back();
   const int samples = p.x.log2 ? 48 : 1;  // a line on a linear axis, a curve on a log2 one
   std::string points;
   for (int k = 0; k <= samples; ++k) {
     const double dev = from + (to - from) * k / samples;
     points += (k ? " " : "") + svg_number(p.x.map(dev)) + "," + svg_number(p.y.map(ideal_throughput(base, dev)));
+    if (k) {
+      const double prev = from + (to - from) * (k - 1) / samples;
+      placer.avoid_segment(p.x.map(prev), p.y.map(ideal_throughput(base, prev)), p.x.map(dev),
+                           p.y.map(ideal_throughput(base, dev)));
+    }
   }
+  placer.avoid(
+      {p.x.map(to) - 40, p.y.map(ideal_throughput(base, to)), p.x.map(to), p.y.map(ideal_throughput(base, to)) + 16});
   w.open("g", {{"class", "ideal"}});
   w.leaf("polyline", {{"points", points},
                       {"fill", "none"},
@@ -382,7 +451,7 @@ void draw_message(SvgWriter& w, const Panel& p, const std::string& message) {
 
 /// One entry of the legend: what a mark means.
 struct LegendEntry {
-  std::string kind;  ///< series | baseline | ideal | target | failed
+  std::string kind;  ///< series | baseline | ideal | target | spread | failed
   Paradigm paradigm = Paradigm::kNone;
   std::string text;
 };
@@ -396,6 +465,9 @@ std::vector<LegendEntry> legend_entries(const Report& r, const PlotData& d) {
     if (r.efficiency_target) {
       entries.push_back({"target", Paradigm::kNone, "efficiency target " + percent(*r.efficiency_target)});
     }
+  }
+  if (std::any_of(d.points.begin(), d.points.end(), [](const PlotPoint& p) { return p.fastest > p.slowest; })) {
+    entries.push_back({"spread", Paradigm::kNone, "bar: slowest to fastest repeat"});
   }
   if (!d.failed.empty()) entries.push_back({"failed", Paradigm::kNone, "failed run (no numbers)"});
   return entries;
@@ -427,6 +499,11 @@ void draw_legend_sample(SvgWriter& w, const LegendEntry& e, double x, double y) 
   } else if (e.kind == "baseline") {
     w.leaf("circle",
            {{"cx", x + 12}, {"cy", y}, {"r", 8.0}, {"fill", "none"}, {"stroke", kInkColor}, {"stroke-width", 2.0}});
+  } else if (e.kind == "spread") {
+    w.leaf("path", {{"d", "M" + svg_number(x + 12) + " " + svg_number(y - 7) + "v14m-4 -14h8m-8 14h8"},
+                    {"stroke", kInkColor},
+                    {"stroke-width", 1.5},
+                    {"fill", "none"}});
   } else if (e.kind == "failed") {
     w.leaf("path", {{"d", "M" + svg_number(x + 7) + " " + svg_number(y - 5) + "l10 10m-10 0l10 -10"},
                     {"stroke", kFailedColor},
@@ -467,34 +544,39 @@ std::string throughput_unit(const Report& r) { return is_language_model(r.model)
 
 void throughput_section(SvgWriter& w, const Report& r, const PlotData& d, const Rect& area) {
   const Panel p = throughput_panel(d, area);
+  LabelPlacer placer({area.left, area.top, area.right, area.bottom});
   draw_panel_frame(w, p, "Throughput: " + throughput_unit(r) + ", all devices, p50");
   draw_axes(w, p, devices_title(r), throughput_unit(r), rate_tick);
-  if (d.baseline) draw_ideal_throughput(w, p, *d.baseline);
-  draw_series(
-      w, p, d, [](const PlotPoint& pt) { return std::optional<double>(pt.throughput); }, fmt_rate, true);
-  if (d.baseline) draw_baseline(w, p, *d.baseline, d.baseline->throughput);
-  draw_failed(w, p, d);
+  if (d.baseline) draw_ideal_throughput(w, p, *d.baseline, placer);
+  draw_failed(w, p, d, placer);
+  const auto labels = draw_series(
+      w, p, d, [](const PlotPoint& pt) { return std::optional<double>(pt.throughput); }, fmt_rate, true, placer);
+  if (d.baseline) draw_baseline(w, p, *d.baseline, d.baseline->throughput, placer);
+  draw_value_labels(w, placer, labels);
   if (d.points.empty() && d.failed.empty()) draw_message(w, p, "no training runs in this report");
   w.close();
 }
 
 void efficiency_section(SvgWriter& w, const Report& r, const PlotData& d, const Rect& area) {
   const Panel p = efficiency_panel(d, area, r.efficiency_target);
+  LabelPlacer placer({area.left, area.top, area.right, area.bottom});
   draw_panel_frame(w, p, "Scaling efficiency: speedup / devices");
   draw_axes(w, p, devices_title(r), "scaling efficiency", percent);
-  if (d.baseline) {
-    draw_reference(w, p, "ideal", 1.0, kIdealColor, "5 4", "ideal 100%");
-    if (r.efficiency_target) {
-      draw_reference(w, p, "target", *r.efficiency_target, kTargetColor, "7 4",
-                     "target " + percent(*r.efficiency_target));
-    }
-    draw_series(
-        w, p, d, [](const PlotPoint& pt) { return pt.efficiency; }, percent, false);
-    draw_baseline(w, p, *d.baseline, d.baseline->efficiency.value_or(1.0));
-  } else {
+  draw_failed(w, p, d, placer);
+  if (!d.baseline) {
     draw_message(w, p, "no speedup: no one-device run succeeded");
+    w.close();
+    return;
   }
-  draw_failed(w, p, d);
+  draw_reference(w, p, "ideal", 1.0, kIdealColor, "5 4", "ideal 100%", placer);
+  if (r.efficiency_target) {
+    const double t = *r.efficiency_target;
+    draw_reference(w, p, "target", t, kTargetColor, "7 4", "target " + percent(t), placer);
+  }
+  const auto labels = draw_series(
+      w, p, d, [](const PlotPoint& pt) { return pt.efficiency; }, percent, false, placer);
+  draw_baseline(w, p, *d.baseline, d.baseline->efficiency.value_or(1.0), placer);
+  draw_value_labels(w, placer, labels);
   w.close();
 }
 

@@ -143,7 +143,8 @@ Report mixed_report() {
                  run(Paradigm::kDdp, 2, 700, "1M/2G"), run(Paradigm::kDdp, 4, 1200, "1M/4G"),
                  run(Paradigm::kZero, 2, 600, "1M/2G zero"), run(Paradigm::kZero, 4, 1000, "1M/4G zero"),
                  run(Paradigm::kPipeline, 2, 300, "1M/2G pipeline"),
-                 failed(Paradigm::kDdp, 4, "2M/2G", "rank 3 was killed by signal 9 (SIGKILL)")},
+                 failed(Paradigm::kDdp, 4, "2M/2G", "rank 3 was killed by signal 9 (SIGKILL)"),
+                 run(Paradigm::kDdp, 2, 650, "2M/1G")},
                 0, 0.8);
 }
 
@@ -185,13 +186,21 @@ TEST(ScalingPlot, MixedParadigmsPointsLegendTargetBaselineAndFailedRun) {
   for (const auto& p : legend)
     colors.insert(attr(svg.one("//s:g[@id='efficiency']//s:g[@data-paradigm='" + p + "']"), "fill"));
   EXPECT_EQ(colors.size(), legend.size());
-  // Lines join a paradigm's points in order of devices: ddp's passes 1, 2, 4 devices.
+  // Lines join a paradigm's points in order of devices, through the fastest run at each count:
+  // ddp's passes 1, 2 (1M/2G at 700 ex/s, not 2M/1G at 650), 4 devices.
   const auto ddp_line = svg.one("//s:g[@id='throughput']//s:g[@data-paradigm='ddp']/s:polyline");
   std::istringstream pts(attr(ddp_line, "points"));
-  const Axis x = read_axis(svg, "throughput", 'x');
-  std::vector<long> devices;
-  for (std::string xy; pts >> xy;) devices.push_back(std::lround(x.value(std::stod(xy.substr(0, xy.find(','))))));
-  EXPECT_EQ(devices, (std::vector<long>{1, 2, 4}));
+  const Axis x = read_axis(svg, "throughput", 'x'), ty = read_axis(svg, "throughput", 'y');
+  std::vector<std::pair<long, long>> line;
+  for (std::string xy; pts >> xy;) {
+    line.emplace_back(std::lround(x.value(std::stod(xy.substr(0, xy.find(','))))),
+                      std::lround(ty.value(std::stod(xy.substr(xy.find(',') + 1)))));
+  }
+  EXPECT_EQ(line, (std::vector<std::pair<long, long>>{{1, 380}, {2, 700}, {4, 1200}}));
+  // The two ddp runs on 2 devices say which is which.
+  std::set<std::string> values;
+  for (auto* t : svg.all("//s:g[@id='throughput']/s:g[@class='values']/s:text")) values.insert(text_of(t));
+  EXPECT_TRUE(values.count("700/s 1M/2G") && values.count("650/s 2M/1G") && values.count("1200/s")) << values.size();
 
   // The target line is at 80% on the efficiency axis; ideal at 100%.
   const Axis eff = read_axis(svg, "efficiency", 'y');
@@ -209,7 +218,6 @@ TEST(ScalingPlot, MixedParadigmsPointsLegendTargetBaselineAndFailedRun) {
     EXPECT_EQ(attr(ring, "cy"), attr(point, "cy"));
   }
   // The ideal throughput line: the baseline's 400 ex/s times the devices.
-  const Axis ty = read_axis(svg, "throughput", 'y');
   std::istringstream ideal(attr(svg.one("//s:g[@id='throughput']/s:g[@class='ideal']/s:polyline"), "points"));
   for (std::string xy; ideal >> xy;) {
     const double d = x.value(std::stod(xy.substr(0, xy.find(',')))),
