@@ -30,10 +30,7 @@ PluginCluster::PluginCluster(const KubeFlags& flags) {
   client_ = std::make_shared<const kube::Client>(std::move(config));
 }
 
-std::string PluginCluster::where() const {
-  const kube::ClientConfig& c = client_->transport().config();
-  return c.server + " (" + c.source + ")";
-}
+std::string PluginCluster::where() const { return client_->transport().config().source; }
 
 ClusterJob PluginCluster::job(const std::string& name) const {
   ClusterJob j{name, ns_, nullptr, {}};
@@ -72,7 +69,7 @@ void PluginCluster::pod_log(const std::string& pod, const std::string& container
 
 std::string describe_cluster_error(const std::exception& e, const std::string& where) {
   if (const auto* t = dynamic_cast<const kube::TransportError*>(&e)) {
-    return "cannot reach the API server " + where + ": " + to_string(t->kind()) + ": " + t->what();
+    return "cannot reach the API server of " + where + ": " + to_string(t->kind()) + ": " + t->what();
   }
   if (const auto* a = dynamic_cast<const kube::ApiError*>(&e)) {
     const std::string reason = a->reason().empty() ? "" : " " + a->reason();

@@ -48,7 +48,7 @@ class PluginCluster {
 
   /// -n/--namespace, else the context's namespace, else "default".
   const std::string& namespace_name() const { return ns_; }
-  /// "https://host:port (kubeconfig FILE (context C))", for error messages.
+  /// "kubeconfig FILE (context C)", for error messages (the server is in each request's).
   std::string where() const;
 
   /// GET the job. Throws PluginError (exit 1) naming the job and namespace when it does not
@@ -67,7 +67,7 @@ class PluginCluster {
 };
 
 /// The message for a failed request, naming the cause: TransportError ("cannot reach the API
-/// server WHERE: connect: ..."), ApiError ("GET /apis/...: the API server answered 403
+/// server of WHERE: connect: GET https://...: ..."), ApiError ("GET /apis/...: the API server answered 403
 /// Forbidden: ..."), anything else its what().
 std::string describe_cluster_error(const std::exception& e, const std::string& where);
 

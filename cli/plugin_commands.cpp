@@ -1,5 +1,6 @@
 #include "cli/plugin_commands.hpp"
 
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 
@@ -43,23 +44,35 @@ std::string ended_message(const BenchmarkJobStatus& s) {
   return "";
 }
 
+BenchmarkJob job_spec(const ClusterJob& job) {
+  try {
+    return parse_benchmark_job(job.object.dump());
+  } catch (const SpecError& e) {
+    throw PluginError("BenchmarkJob " + job.name + " has an invalid spec (" + e.errors().front().str() + ")",
+                      kExitError);
+  }
+}
+
 /// The job's planned run `index`, as the operator plans it (its pods' names and ranks).
 RunConfig planned_run(const ClusterJob& job, int index) {
-  BenchmarkJob spec;
-  try {
-    spec = parse_benchmark_job(job.object.dump());
-  } catch (const SpecError& e) {
-    throw PluginError(
-        "BenchmarkJob " + job.name + " has an invalid spec (" + e.errors().front().str() + "): it has no pods",
-        kExitError);
-  }
-  const std::vector<RunConfig> runs = plan_runs(spec, 1, ServerPlacement::OwnPods);
+  const std::vector<RunConfig> runs = plan_runs(job_spec(job), 1, ServerPlacement::OwnPods);
   if (index >= static_cast<int>(runs.size())) {
     throw PluginError("BenchmarkJob " + job.name + " has runs 0.." + std::to_string(runs.size() - 1) + ", not " +
                           std::to_string(index),
                       kExitUsage);
   }
   return runs[static_cast<std::size_t>(index)];
+}
+
+/// The runs that failed, as `trainbench run` reports a failed run: status.report has only the
+/// runs whose result the operator read, status.runs[] the others' phase and message.
+std::vector<RunReport> failed_runs(const ClusterJob& job) {
+  std::vector<RunReport> out;
+  for (const auto& r : job.status.runs) {
+    if (r.phase == RunPhase::kFailed && !r.summary)
+      out.push_back(failed_run(planned_run(job, r.index), r.message.value_or("")));
+  }
+  return out;
 }
 
 const RunStatus* run_status(const BenchmarkJobStatus& s, int index) {
@@ -106,15 +119,25 @@ std::string no_report_reason(const ClusterJob& job) {
   return what + phase_words(s) + (why.empty() ? "" : "; " + why);
 }
 
-const Report& job_report(const ClusterJob& job) {
-  if (job.status.report) return *job.status.report;
-  throw PluginError(no_report_reason(job), ended(job.status) ? kExitError : kExitNotYet);
+Report job_report(const ClusterJob& job) {
+  std::vector<RunReport> failed = failed_runs(job);
+  if (!job.status.report && failed.empty()) {
+    throw PluginError(no_report_reason(job), ended(job.status) ? kExitError : kExitNotYet);
+  }
+  Report report = job.status.report ? *job.status.report : assemble_report(job_spec(job), {}, EnvironmentInfo{});
+  for (auto& f : failed) {  // in index order; baselineRun is a position in runs[]
+    const auto at =
+        std::find_if(report.runs.begin(), report.runs.end(), [&f](const RunReport& r) { return r.index > f.index; });
+    if (report.baseline_run && *report.baseline_run >= at - report.runs.begin()) ++*report.baseline_run;
+    report.runs.insert(at, std::move(f));
+  }
+  return report;
 }
 
 int plugin_report(const PluginRequest& r) {
   const PluginCluster cluster(r.kube);
   const ClusterJob job = cluster.job(r.names[0]);
-  const Report& report = job_report(job);
+  const Report report = job_report(job);
   std::cout << format_report(report);
   std::cout.flush();
   if (!ended(job.status)) {

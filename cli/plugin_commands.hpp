@@ -11,10 +11,12 @@
 
 namespace trainbench::cli {
 
-/// The job's report (status.report). Throws PluginError when it has none: exit 5 while the job
-/// may still get one (no status yet, Pending, Running), 1 when it never will (Invalid, or Failed
-/// before any run ended); the message says the phase, the runs done and what each run is doing.
-const Report& job_report(const ClusterJob& job);
+/// The job's report: status.report, plus a FAILED row (with status.runs[].message as its error)
+/// for each run that failed, which status.report leaves out and `trainbench run` prints. Throws
+/// PluginError when there is neither: exit 5 while the job may still get a report (no status
+/// yet, Pending, Running), 1 when it never will (Invalid); the message says the phase, the runs
+/// done and what each run is doing.
+Report job_report(const ClusterJob& job);
 
 /// Why a job has no report, in words ("phase Running, 0 of 2 runs done; run 0 ... Running").
 std::string no_report_reason(const ClusterJob& job);

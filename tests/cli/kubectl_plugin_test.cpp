@@ -13,6 +13,7 @@
 #include "cli/plugin_cluster.hpp"
 #include "cli/plugin_commands.hpp"
 #include "cli/rank_pod.hpp"
+#include "core/report_format.hpp"
 #include "operator/controller/manifests.hpp"
 
 namespace trainbench::cli {
@@ -237,6 +238,65 @@ TEST(PluginReport, AJobWithoutAReportSaysWhyAndWhetherOneWillCome) {
 
   job.status.report = Report{};
   EXPECT_EQ(exit_code_of_report(job, msg), 0);
+}
+
+/// A job of three runs (1, 2 and 1 devices) whose status has run 1 Failed: status.report holds
+/// runs 0 and 2 (baselineRun 1: the position of run 2, the paradigm-none run).
+ClusterJob job_with_failed_run() {
+  ClusterJob job{"bench", "default", nullptr, {}};
+  job.object = {{"apiVersion", "trainbench.dev/v1alpha1"},
+                {"kind", "BenchmarkJob"},
+                {"metadata", {{"name", "bench"}}},
+                {"spec",
+                 {{"benchmark", {{"model", "mlp"}, {"batchSizePerDevice", 8}}},
+                  {"sweep",
+                   {{{"nodes", 1}, {"devicesPerNode", 1}},
+                    {{"nodes", 2}, {"devicesPerNode", 1}},
+                    {{"nodes", 1}, {"devicesPerNode", 1}, {"paradigm", "none"}}}}}}};
+  job.status.phase = JobPhase::kFailed;
+  job.status.runs = {run_in(0, RunPhase::kSucceeded), run_in(1, RunPhase::kFailed), run_in(2, RunPhase::kSucceeded)};
+  job.status.runs[1].message = "pod bench-r1-a0-trainer-1 failed: trainbench-worker rank 1: out of memory";
+  Report rep;
+  rep.model = "mlp";
+  for (int i : {0, 2}) {
+    RunReport r;
+    r.index = i;
+    r.label = i == 0 ? "1M/1G" : "no ddp";
+    r.devices_label = "1 CPU";
+    r.examples_per_sec.p50 = 100;
+    r.sec_per_iter.p50 = 0.08;
+    job.status.runs[static_cast<std::size_t>(i)].summary = r;
+    rep.runs.push_back(r);
+  }
+  rep.baseline_run = 1;
+  job.status.report = rep;
+  return job;
+}
+
+TEST(PluginReport, FailedRunsAreRowsWithTheirErrorAsTrainbenchRunPrintsThem) {
+  const ClusterJob job = job_with_failed_run();
+  const Report r = job_report(job);
+  ASSERT_EQ(r.runs.size(), 3u);
+  EXPECT_EQ(r.runs[1].index, 1);
+  EXPECT_EQ(r.runs[1].phase, "Failed");
+  EXPECT_EQ(r.runs[1].devices_label, "2 CPUs");
+  EXPECT_EQ(r.runs[1].label, "2M/1G");
+  EXPECT_EQ(r.runs[1].error, "pod bench-r1-a0-trainer-1 failed: trainbench-worker rank 1: out of memory");
+  ASSERT_TRUE(r.baseline_run);
+  EXPECT_EQ(r.runs[static_cast<std::size_t>(*r.baseline_run)].label, "no ddp");  // still the same run
+  EXPECT_NE(format_report(r).find("2 CPUs -- 2M/1G:  FAILED: pod bench-r1-a0-trainer-1 failed: trainbench-worker"),
+            std::string::npos)
+      << format_report(r);
+
+  // A job whose only run failed still gets the report trainbench run prints: the FAILED row.
+  ClusterJob only_failed = job;
+  only_failed.status.report.reset();
+  only_failed.status.runs = {job.status.runs[1]};
+  const Report f = job_report(only_failed);
+  ASSERT_EQ(f.runs.size(), 1u);
+  EXPECT_EQ(f.model, "mlp");
+  EXPECT_FALSE(f.baseline_run);
+  EXPECT_EQ(f.runs[0].phase, "Failed");
 }
 
 }  // namespace

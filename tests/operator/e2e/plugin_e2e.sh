@@ -75,7 +75,7 @@ expect 1 "$WORK/e3" kubectl trainbench report base --kubeconfig "$WORK/none"
 grep -q "kubeconfig: $WORK/none: cannot read" "$WORK/e3" || fail "bad kubeconfig: $(cat "$WORK/e3")"
 sed 's#server: https://127.0.0.1:[0-9]*#server: https://127.0.0.1:1#' "$KUBECONFIG" >"$WORK/down.kubeconfig"
 expect 1 "$WORK/e4" kubectl trainbench report base --kubeconfig "$WORK/down.kubeconfig"
-grep -q "cannot reach the API server https://127.0.0.1:1 " "$WORK/e4" || fail "server down: $(cat "$WORK/e4")"
+grep -q "cannot reach the API server of kubeconfig $WORK/down.kubeconfig (context [a-z]*): connect: GET https://127.0.0.1:1/" "$WORK/e4" || fail "server down: $(cat "$WORK/e4")"
 expect 2 "$WORK/e5" kubectl trainbench logs base --run 1 --rank 2
 grep -q "has ranks 0..1, not 2" "$WORK/e5" || fail "bad rank: $(cat "$WORK/e5")"
 expect 1 "$WORK/e6" kubectl trainbench logs base --run 1 --rank 1
