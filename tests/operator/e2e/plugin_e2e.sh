@@ -29,6 +29,7 @@ kc apply -f "$WORK/base.yaml" >/dev/null
 # Right after the create: no report yet (exit 5), saying why.
 expect 5 "$WORK/early.txt" kubectl trainbench report base
 grep -q "BenchmarkJob base in namespace default has no report yet: " "$WORK/early.txt" || fail "early: $(cat "$WORK/early.txt")"
+kc apply -f "$WORK/test.yaml" >/dev/null  # beside base (each pod has its own IP: same masterPort)
 
 # logs while run 1 runs (the default run): rank 1 is trainer pod 1, named on stderr; its log
 # (node-launch's lines) on stdout; -f streams until the container ends with the run.
@@ -40,7 +41,6 @@ grep -q "pod $pod, container trainer (rank 1 of run 1 \"2 CPUs -- 2M/1G\", attem
 timeout 120 kubectl trainbench logs base --rank 1 -f >"$WORK/follow.txt" 2>/dev/null || fail "logs -f: exit $?"
 grep -q "node 1 of 2, ranks 1..1" "$WORK/follow.txt" || fail "logs -f: $(cat "$WORK/follow.txt")"
 
-kc apply -f "$WORK/test.yaml" >/dev/null
 for j in base test; do
   wait_for 240 phase_is "$j" Succeeded || fail "job $j did not succeed: $(kc get bj "$j" -o jsonpath='{.status}')"
   kc get bj "$j" -o json | jq '.status.report' >"$WORK/$j.json"
