@@ -52,6 +52,12 @@ kubectl trainbench report base --json "$WORK/saved.json" >"$WORK/report.txt" || 
 diff -u "$WORK/expected.txt" "$WORK/report.txt" || fail "kubectl trainbench report differs from trainbench report"
 grep -q "^2 CPUs -- 2M/1G:" "$WORK/report.txt" || fail "report has no 2M/1G row: $(cat "$WORK/report.txt")"
 jq -e --slurpfile a "$WORK/base.json" '. == $a[0]' "$WORK/saved.json" >/dev/null || fail "--json differs from status.report"
+# Without KUBECONFIG: ~/.kube/config, its contexts (--context) and a context's namespace.
+mkdir -p "$HOME/.kube" && cp "$KUBECONFIG" "$HOME/.kube/config"
+kc config set-context team --cluster=kubesim --user=kubesim-admin --namespace=elsewhere --kubeconfig="$HOME/.kube/config" >/dev/null
+env -u KUBECONFIG kubectl trainbench report base --context kubesim | cmp - "$WORK/report.txt" || fail "~/.kube/config"
+expect 1 "$WORK/e2" env -u KUBECONFIG kubectl trainbench report base --context team
+grep -q 'BenchmarkJob "base" not found in namespace "elsewhere"' "$WORK/e2" || fail "context namespace: $(cat "$WORK/e2")"
 
 # diff: trainbench diff's output and exit code (a generous threshold: two runs of one machine).
 rc_cli=0 rc_plugin=0
@@ -69,8 +75,8 @@ grep -q "<svg" "$WORK/scaling.svg" || fail "no <svg> in $(head -c 200 "$WORK/sca
 # Errors: each names its cause and exits as documented.
 expect 1 "$WORK/e1" kubectl trainbench report nope
 grep -q 'BenchmarkJob "nope" not found in namespace "default"' "$WORK/e1" || fail "missing job: $(cat "$WORK/e1")"
-expect 1 "$WORK/e2" kubectl trainbench report base -n elsewhere
-grep -q 'not found in namespace "elsewhere"' "$WORK/e2" || fail "namespace: $(cat "$WORK/e2")"
+expect 1 "$WORK/e2" kubectl trainbench report base -n other
+grep -q 'BenchmarkJob "base" not found in namespace "other"' "$WORK/e2" || fail "-n: $(cat "$WORK/e2")"
 expect 1 "$WORK/e3" kubectl trainbench report base --kubeconfig "$WORK/none"
 grep -q "kubeconfig: $WORK/none: cannot read" "$WORK/e3" || fail "bad kubeconfig: $(cat "$WORK/e3")"
 sed 's#server: https://127.0.0.1:[0-9]*#server: https://127.0.0.1:1#' "$KUBECONFIG" >"$WORK/down.kubeconfig"
