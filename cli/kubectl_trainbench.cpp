@@ -24,10 +24,11 @@ using namespace trainbench::cli;
   "  --context NAME      a context of the kubeconfig (default: its current-context)\n" \
   "  -n, --namespace NS  the jobs' namespace (default: the context's, else \"default\")\n"
 
-#define TB_EXIT_CODES                                                                    \
-  "exit codes: 0 ok, 1 error (kubeconfig, API server, API error, no such job or pod),\n" \
-  "            2 usage error, 4 a regression beyond --fail-on-regression PCT (diff),\n"  \
-  "            5 not there yet (the job has no report yet; logs: the run or pod has not started)\n"
+#define TB_EXIT_CODES                                                                             \
+  "exit codes: 0 ok, 1 error (kubeconfig, API server, API error, no such job or pod),\n"          \
+  "            2 usage error, 4 a regression beyond --fail-on-regression PCT (diff),\n"           \
+  "            5 not there yet (the job has no report yet; logs: the run, pod or container has\n" \
+  "            not started)\n"
 
 constexpr const char* kUsage =
     "usage: kubectl trainbench <command> NAME... [options]\n"

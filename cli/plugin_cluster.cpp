@@ -62,6 +62,10 @@ void PluginCluster::pod_log(const std::string& pod, const std::string& container
     client_->pod_log(ns_, pod, o, on_text);
   } catch (const kube::NotFoundError&) {
     throw;
+  } catch (const kube::ApiError& e) {
+    // The kubelet's answer for a container not started yet (ContainerCreating): not there yet.
+    const bool waiting = e.code() == 400 && e.status_message().find("is waiting to start") != std::string::npos;
+    throw PluginError(describe_cluster_error(e, where()), waiting ? kExitNotYet : kExitError);
   } catch (const kube::KubeError& e) {
     throw PluginError(describe_cluster_error(e, where()), kExitError);
   }
