@@ -69,8 +69,9 @@ RunConfig planned_run(const ClusterJob& job, int index) {
 std::vector<RunReport> failed_runs(const ClusterJob& job) {
   std::vector<RunReport> out;
   for (const auto& r : job.status.runs) {
-    if (r.phase == RunPhase::kFailed && !r.summary)
+    if (r.phase == RunPhase::kFailed && !r.summary) {
       out.push_back(failed_run(planned_run(job, r.index), r.message.value_or("")));
+    }
   }
   return out;
 }
@@ -113,7 +114,8 @@ std::string rank_words(const RankPod& p) {
 
 std::string no_report_reason(const ClusterJob& job) {
   const BenchmarkJobStatus& s = job.status;
-  const std::string what = "BenchmarkJob " + job.name + " in namespace " + job.namespace_ + " has no report yet: ";
+  const std::string what =
+      "BenchmarkJob " + job.name + " in namespace " + job.namespace_ + " has no report" + (ended(s) ? ": " : " yet: ");
   if (!s.phase) return what + "the operator has not acted on it (no status): is trainbench-operator running?";
   const std::string why = ended_message(s);
   return what + phase_words(s) + (why.empty() ? "" : "; " + why);

@@ -233,7 +233,7 @@ TEST(PluginReport, AJobWithoutAReportSaysWhyAndWhetherOneWillCome) {
                             "spec.sweep[0].nodes: must be >= 1", "2026-01-01T00:00:00Z", std::nullopt});
   EXPECT_EQ(exit_code_of_report(job, msg), 1);  // it never will
   EXPECT_EQ(msg,
-            "BenchmarkJob bench in namespace team has no report yet: phase Invalid; InvalidSpec: "
+            "BenchmarkJob bench in namespace team has no report: phase Invalid; InvalidSpec: "
             "spec.sweep[0].nodes: must be >= 1");
 
   job.status.report = Report{};
