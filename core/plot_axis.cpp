@@ -6,9 +6,9 @@
 namespace trainbench {
 
 double PlotScale::map(double v) const {
-  const double a = log2 ? std::log2(lo) : lo;
-  const double b = log2 ? std::log2(hi) : hi;
-  const double x = log2 ? std::log2(v) : v;
+  const double a = logarithmic ? std::log2(lo) : lo;
+  const double b = logarithmic ? std::log2(hi) : hi;
+  const double x = logarithmic ? std::log2(v) : v;
   if (!(b > a)) return (p0 + p1) / 2;
   return p0 + (x - a) / (b - a) * (p1 - p0);
 }
@@ -47,6 +47,29 @@ std::vector<double> power_of_two_ticks(double lo, double hi) {
   const int a = static_cast<int>(std::floor(std::log2(lo) + 1e-9));
   const int b = static_cast<int>(std::ceil(std::log2(hi) - 1e-9));
   for (int k = a; k <= std::max(a, b); ++k) ticks.push_back(std::ldexp(1.0, k));
+  return ticks;
+}
+
+std::vector<double> log_ticks(double lo, double hi) {
+  const int a = static_cast<int>(std::floor(std::log10(lo) + 1e-9));
+  const int b = static_cast<int>(std::ceil(std::log10(hi) - 1e-9));
+  std::vector<double> ticks;
+  for (const std::vector<double>& steps : {std::vector<double>{1, 2, 5}, std::vector<double>{1}}) {
+    std::vector<double> candidates;  // ascending, from 10^a to 10^b
+    for (int e = a; e <= std::max(a, b); ++e) {
+      const double decade = e < 0 ? 1 / std::pow(10.0, -e) : std::pow(10.0, e);
+      for (const double m : steps) candidates.push_back(e == b && m > 1 ? 0 : m * decade);
+    }
+    ticks.clear();
+    for (std::size_t i = 0; i < candidates.size() && candidates[i] > 0; ++i) {
+      const bool next_still_below =
+          i + 1 < candidates.size() && candidates[i + 1] > 0 && candidates[i + 1] <= lo * (1 + 1e-9);
+      if (next_still_below) continue;  // the first tick is the largest <= lo
+      ticks.push_back(candidates[i]);
+      if (candidates[i] >= hi * (1 - 1e-9)) break;
+    }
+    if (ticks.size() <= 10) break;
+  }
   return ticks;
 }
 

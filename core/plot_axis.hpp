@@ -1,8 +1,8 @@
 #pragma once
 
 // Axes of the plots trainbench draws (core/scaling_plot): a value -> pixel scale, linear or
-// base-2 logarithmic, and tick values a reader takes in at a glance (1, 2 or 5 x 10^k apart;
-// powers of two on a log2 axis).
+// logarithmic, and tick values a reader takes in at a glance (1, 2 or 5 x 10^k apart; powers of
+// two for devices on a logarithmic axis, 1, 2, 5 x 10^k for rates).
 
 #include <vector>
 
@@ -14,7 +14,7 @@ struct PlotScale {
   double hi = 1;
   double p0 = 0;
   double p1 = 1;
-  bool log2 = false;  ///< positions by log2(value); lo and hi must then be > 0
+  bool logarithmic = false;  ///< positions by log(value); lo and hi must then be > 0
 
   double map(double v) const;
 };
@@ -25,5 +25,9 @@ std::vector<double> nice_ticks(double lo, double hi, int target_count, double mi
 
 /// Powers of two from the largest <= lo to the smallest >= hi (lo, hi > 0).
 std::vector<double> power_of_two_ticks(double lo, double hi);
+
+/// Ticks of a logarithmic axis covering [lo, hi] (lo, hi > 0): 1, 2, 5 x 10^k, or only the
+/// powers of ten when that gives more than 10 ticks.
+std::vector<double> log_ticks(double lo, double hi);
 
 }  // namespace trainbench

@@ -4,6 +4,7 @@
 // a few sides where they cover no other label, point or line, so a reader can tell which number
 // belongs to which point. Deterministic: the same obstacles give the same spots.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,10 +30,15 @@ class LabelPlacer {
   /// A line from (x0, y0) to (x1, y1).
   void avoid_segment(double x0, double y0, double x1, double y1) { segments_.push_back({x0, y0, x1, y1}); }
 
+  /// How a label may be placed.
+  struct Placement {
+    bool left_first = false;  ///< try the left side first (right, then left, by default)
+    bool optional = false;    ///< nullopt rather than a spot covering another label or point
+  };
   /// The spot for a label `width` x `height` pixels next to the point (x, y), `gap` pixels from
   /// it: right, above right, below right, left, above left, below left, above, below; the
   /// first that covers nothing, else the one covering least. The label is then an obstacle too.
-  LabelSpot place(double x, double y, double width, double height, double gap);
+  std::optional<LabelSpot> place(double x, double y, double width, double height, double gap, Placement how);
 
  private:
   struct Segment {

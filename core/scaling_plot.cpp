@@ -16,7 +16,8 @@ namespace {
 
 /// Beyond this many devices the x axis is log2 (1, 2, 4, ... 1024 stay apart).
 constexpr double kLinearDevicesMax = 16;
-/// More points than this in a panel and their values are left to the tooltips.
+/// Up to this many points a panel labels every value; beyond, only where a label covers no other
+/// (the rest are in the tooltips).
 constexpr std::size_t kMaxValueLabels = 12;
 constexpr const char* kIdealColor = "#808080";
 constexpr const char* kTargetColor = "#D62728";
@@ -32,6 +33,7 @@ struct PlotPoint {
   double slowest = 0;     ///< the slowest and the fastest repeat's p50 examples/s
   double fastest = 0;
   std::optional<double> efficiency;
+  std::optional<double> speedup;
   std::string name;             ///< "2 CPUs -- 1M/2G"
   std::string label;            ///< "1M/2G"
   bool shares_devices = false;  ///< another point of its paradigm has as many devices
@@ -84,6 +86,7 @@ PlotPoint plot_point(const RunReport& r, int index) {
   p.devices = r.world_size;
   p.throughput = p.slowest = p.fastest = r.examples_per_sec.p50;
   p.efficiency = r.efficiency;
+  p.speedup = r.speedup;
   p.name = r.devices_label + " -- " + r.label;
   p.label = r.label;
   // examples/s is inversely proportional to sec/iter: each repeat's p50 gives its throughput.
@@ -156,12 +159,22 @@ double ideal_throughput(const PlotPoint& base, double devices) {
   return base.throughput * devices / std::max(1.0, base.devices);
 }
 
+/// Throughput on a linear axis from 0, or a logarithmic one where the devices' axis is (ideal
+/// scaling is then a straight line and 1 device's rate is not squashed against 1000 devices').
 Panel throughput_panel(const PlotData& d, const Rect& area) {
   Panel p{"throughput", area, {}, {}, {}, {}};
   devices_axis(d, p);
-  double top = 0;
-  for (const auto& pt : d.points) top = std::max(top, pt.fastest);
+  double top = 0, bottom = 0;
+  for (const auto& pt : d.points) {
+    top = std::max(top, pt.fastest);
+    bottom = bottom > 0 ? std::min(bottom, pt.slowest) : pt.slowest;
+  }
   if (d.baseline) top = std::max(top, ideal_throughput(*d.baseline, p.x_ticks.back()));
+  if (p.x.logarithmic && bottom > 0) {
+    p.y_ticks = log_ticks(bottom, top);
+    p.y = {p.y_ticks.front(), p.y_ticks.back(), area.bottom, area.top, true};
+    return p;
+  }
   p.y_ticks = nice_ticks(0, top > 0 ? top * 1.05 : 1, 6);
   p.y = {0, p.y_ticks.back(), area.bottom, area.top, false};
   return p;
@@ -181,6 +194,13 @@ std::string rate_tick(double v) {
   if (v >= 1e6) return printf_str("%gM", v / 1e6);
   if (v >= 1e4) return printf_str("%gk", v / 1e3);
   return printf_str("%g", v);
+}
+
+/// A rate next to its point: fmt_rate's, shortened to 3 digits from 10000 ("192k/s").
+std::string rate_value(double v) {
+  if (v >= 1e6) return printf_str("%.3gM/s", v / 1e6);
+  if (v >= 1e4) return printf_str("%.3gk/s", v / 1e3);
+  return fmt_rate(v);
 }
 
 std::string percent(double fraction) { return printf_str("%.0f%%", fraction * 100); }
@@ -240,17 +260,30 @@ struct ValueLabel {
   std::string color;
 };
 
-void draw_value_labels(SvgWriter& w, LabelPlacer& placer, const std::vector<ValueLabel>& labels) {
+void draw_value_labels(SvgWriter& w, LabelPlacer& placer, std::vector<ValueLabel> labels) {
+  const bool all = labels.size() <= kMaxValueLabels;
+  // The right end (most devices) first: those are the numbers a scaling plot is read for.
+  std::stable_sort(labels.begin(), labels.end(), [](const ValueLabel& a, const ValueLabel& b) { return a.x > b.x; });
   w.open("g", {{"class", "values"}, {"font-size", 11.0}});
   for (const auto& l : labels) {
-    const LabelSpot at = placer.place(l.x, l.y, 6.3 * static_cast<double>(l.text.size()), 12, 12);
-    w.text_element("text", {{"x", at.x}, {"y", at.y}, {"text-anchor", at.anchor}, {"fill", l.color}}, l.text);
+    const auto at = placer.place(l.x, l.y, 6.3 * static_cast<double>(l.text.size()), 12, 12, {false, !all});
+    if (at)
+      w.text_element("text", {{"x", at->x}, {"y", at->y}, {"text-anchor", at->anchor}, {"fill", l.color}}, l.text);
   }
   w.close();
 }
 
 /// A point's marker as an obstacle for the labels.
 PlotBox around(double x, double y, double r) { return {x - r, y - r, x + r, y + r}; }
+
+/// What hovering a point says: the run and all its numbers the plot shows.
+std::string tooltip(const PlotPoint& pt) {
+  std::string t = pt.name + " (" + std::string(to_string(pt.paradigm)) + "): p50 " + fmt_rate(pt.throughput);
+  if (pt.fastest > pt.slowest) t += ", repeats " + fmt_rate(pt.slowest) + " to " + fmt_rate(pt.fastest);
+  if (pt.speedup) t += "; speedup " + printf_str("%.2fx", *pt.speedup);
+  if (pt.efficiency) t += ", efficiency " + printf_str("%.1f%%", *pt.efficiency * 100);
+  return t;
+}
 
 using ValueOf = std::function<std::optional<double>(const PlotPoint&)>;
 
@@ -295,7 +328,7 @@ void draw_spread(SvgWriter& w, const Panel& p, const PlotPoint& pt, double x, co
 }
 
 /// Each paradigm's points joined in order of devices; `value` is nullopt where a point has none.
-/// Returns the values to label (none beyond kMaxValueLabels points: the tooltips have them).
+/// Returns the values to label.
 std::vector<ValueLabel> draw_series(SvgWriter& w, const Panel& p, const PlotData& d, const ValueOf& value,
                                     const std::function<std::string(double)>& value_text, bool spread,
                                     LabelPlacer& placer) {
@@ -329,7 +362,7 @@ std::vector<ValueLabel> draw_series(SvgWriter& w, const Panel& p, const PlotData
                         {"r", 5.0},
                         {"stroke", "#FFFFFF"},
                         {"stroke-width", 1.5}});
-      w.text_element("title", {}, pt.name + ": " + value_text(*value(pt)));
+      w.text_element("title", {}, tooltip(pt));
       w.close();
       // Two runs of a paradigm on as many devices (1M/2G, 2M/1G): the label says which is which.
       labels.push_back(
@@ -338,7 +371,6 @@ std::vector<ValueLabel> draw_series(SvgWriter& w, const Panel& p, const PlotData
     }
     w.close();
   }
-  if (d.points.size() > kMaxValueLabels) labels.clear();
   return labels;
 }
 
@@ -346,11 +378,11 @@ std::vector<ValueLabel> draw_series(SvgWriter& w, const Panel& p, const PlotData
 void draw_baseline(SvgWriter& w, const Panel& p, const PlotPoint& base, double value, LabelPlacer& placer) {
   const double x = p.x.map(base.devices), y = p.y.map(value);
   placer.avoid(around(x, y, 10));
-  placer.avoid({x - 12 - 50, y - 21, x - 12, y - 7});  // "baseline"
+  const auto at = placer.place(x, y, 50, 12, 14, {true, false});
   w.open("g", {{"class", "baseline"}, {"data-run", base.run}});
   w.leaf("circle", {{"cx", x}, {"cy", y}, {"r", 9.0}, {"fill", "none"}, {"stroke", kInkColor}, {"stroke-width", 2.0}});
   w.text_element("text",
-                 {{"x", x - 12}, {"y", y - 10}, {"text-anchor", "end"}, {"font-size", 11.0}, {"fill", kInkColor}},
+                 {{"x", at->x}, {"y", at->y}, {"text-anchor", at->anchor}, {"font-size", 11.0}, {"fill", kInkColor}},
                  "baseline");
   w.close();
 }
@@ -397,7 +429,7 @@ void draw_reference(SvgWriter& w, const Panel& p, const std::string& cls, double
 /// The baseline's throughput times the devices, from the baseline to the last x tick.
 void draw_ideal_throughput(SvgWriter& w, const Panel& p, const PlotPoint& base, LabelPlacer& placer) {
   const double from = base.devices, to = p.x_ticks.back();
-  const int samples = p.x.log2 ? 48 : 1;  // a line on a linear axis, a curve on a log2 one
+  const int samples = p.x.logarithmic && !p.y.logarithmic ? 48 : 1;  // a curve on log x, linear y
   std::string points;
   for (int k = 0; k <= samples; ++k) {
     const double dev = from + (to - from) * k / samples;
@@ -427,7 +459,10 @@ void draw_ideal_throughput(SvgWriter& w, const Panel& p, const PlotPoint& base, 
 }
 
 void draw_panel_frame(SvgWriter& w, const Panel& p, const std::string& title) {
-  w.open("g", {{"class", "panel"}, {"id", p.id}, {"data-x-scale", p.x.log2 ? "log2" : "linear"}});
+  w.open("g", {{"class", "panel"},
+               {"id", p.id},
+               {"data-x-scale", p.x.logarithmic ? "log" : "linear"},
+               {"data-y-scale", p.y.logarithmic ? "log" : "linear"}});
   w.text_element("text",
                  {{"class", "panel-title"},
                   {"x", p.area.left},
@@ -536,8 +571,9 @@ void draw_legend(SvgWriter& w, const std::vector<LegendEntry>& entries, double w
   w.close();
 }
 
-std::string devices_title(const Report& r) {
-  return r.environment.device == "cuda" ? "GPUs (all nodes)" : "devices: CPU processes (all nodes)";
+std::string devices_title(const Report& r, const Panel& p) {
+  return (r.environment.device == "cuda" ? "GPUs (all nodes" : "devices: CPU processes (all nodes") +
+         std::string(p.x.logarithmic ? ", log scale)" : ")");
 }
 
 std::string throughput_unit(const Report& r) { return is_language_model(r.model) ? "sequences/s" : "examples/s"; }
@@ -546,11 +582,11 @@ void throughput_section(SvgWriter& w, const Report& r, const PlotData& d, const 
   const Panel p = throughput_panel(d, area);
   LabelPlacer placer({area.left, area.top, area.right, area.bottom});
   draw_panel_frame(w, p, "Throughput: " + throughput_unit(r) + ", all devices, p50");
-  draw_axes(w, p, devices_title(r), throughput_unit(r), rate_tick);
+  draw_axes(w, p, devices_title(r, p), throughput_unit(r) + (p.y.logarithmic ? " (log scale)" : ""), rate_tick);
   if (d.baseline) draw_ideal_throughput(w, p, *d.baseline, placer);
   draw_failed(w, p, d, placer);
   const auto labels = draw_series(
-      w, p, d, [](const PlotPoint& pt) { return std::optional<double>(pt.throughput); }, fmt_rate, true, placer);
+      w, p, d, [](const PlotPoint& pt) { return std::optional<double>(pt.throughput); }, rate_value, true, placer);
   if (d.baseline) draw_baseline(w, p, *d.baseline, d.baseline->throughput, placer);
   draw_value_labels(w, placer, labels);
   if (d.points.empty() && d.failed.empty()) draw_message(w, p, "no training runs in this report");
@@ -561,7 +597,7 @@ void efficiency_section(SvgWriter& w, const Report& r, const PlotData& d, const 
   const Panel p = efficiency_panel(d, area, r.efficiency_target);
   LabelPlacer placer({area.left, area.top, area.right, area.bottom});
   draw_panel_frame(w, p, "Scaling efficiency: speedup / devices");
-  draw_axes(w, p, devices_title(r), "scaling efficiency", percent);
+  draw_axes(w, p, devices_title(r, p), "scaling efficiency", percent);
   draw_failed(w, p, d, placer);
   if (!d.baseline) {
     draw_message(w, p, "no speedup: no one-device run succeeded");
@@ -604,7 +640,8 @@ std::string subtitle(const Report& r) {
 std::string scaling_plot_svg(const Report& report, const ScalingPlotOptions& options) {
   const PlotData d = collect(report);
   const std::vector<LegendEntry> legend = legend_entries(report, d);
-  const double width = options.width, height = options.height;
+  // Below this the panels' labels would overlap: a smaller plot is scaled by its viewer instead.
+  const double width = std::max(options.width, 720.0), height = std::max(options.height, 400.0);
   int rows = 0;
   for (const auto& at : legend_layout(legend, width)) rows = std::max(rows, at.second + 1);
   const std::string title = options.title.empty() ? default_title(report) : options.title;

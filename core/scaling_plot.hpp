@@ -17,8 +17,8 @@
 namespace trainbench {
 
 struct ScalingPlotOptions {
-  double width = 960;   ///< pixels; the panels share it
-  double height = 500;  ///< pixels
+  double width = 960;   ///< pixels, at least 720; the panels share it
+  double height = 500;  ///< pixels, at least 400
   std::string title;    ///< "" for "<model>, batch <N> per device: scaling over <devices>"
 };
 

@@ -29,11 +29,11 @@ w=$(printf '%.0f' "${size%,*}") h=$(printf '%.0f' "${size#*,}")
 profile=$(mktemp -d "${TMPDIR:-/tmp}/render-plot.XXXXXX")
 trap 'rm -rf "$profile"' EXIT
 out_abs=$(cd "$(dirname "$out")" && pwd)/$(basename "$out")
-in_abs=$(cd "$(dirname "$in")" && pwd)/$(basename "$in")
+in_url=$(python3 -c 'import pathlib, sys; print(pathlib.Path(sys.argv[1]).resolve().as_uri())' "$in")
 rm -f "$out_abs"
 timeout 120 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run \
   --user-data-dir="$profile" --force-device-scale-factor="$scale" --window-size="$w,$h" \
-  --screenshot="$out_abs" "file://$in_abs" >"$profile/chromium.log" 2>&1 || {
+  --screenshot="$out_abs" "$in_url" >"$profile/chromium.log" 2>&1 || {
   echo "render-plot: chromium failed; its output:" >&2
   cat "$profile/chromium.log" >&2
   exit 1

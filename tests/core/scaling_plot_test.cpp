@@ -67,11 +67,11 @@ std::string text_of(xmlNodePtr n) {
 /// An axis as a reader sees it: pixel -> value through its first and last tick.
 struct Axis {
   double pos0 = 0, val0 = 0, pos1 = 1, val1 = 1;
-  bool log2 = false;
+  bool log = false;
   double value(double pos) const {
-    const double a = log2 ? std::log2(val0) : val0, b = log2 ? std::log2(val1) : val1;
+    const double a = log ? std::log2(val0) : val0, b = log ? std::log2(val1) : val1;
     const double v = a + (pos - pos0) * (b - a) / (pos1 - pos0);
-    return log2 ? std::exp2(v) : v;
+    return log ? std::exp2(v) : v;
   }
 };
 
@@ -86,14 +86,14 @@ Axis read_axis(const Svg& svg, const std::string& panel, char xy) {
   a.val0 = num(ticks.front(), "data-value");
   a.pos1 = num(tick_line(ticks.back()), coord);
   a.val1 = num(ticks.back(), "data-value");
-  a.log2 = xy == 'x' && attr(svg.one("//s:g[@id='" + panel + "']"), "data-x-scale") == "log2";
+  a.log = attr(svg.one("//s:g[@id='" + panel + "']"), (std::string("data-") + xy + "-scale").c_str()) == "log";
   return a;
 }
 
 /// A pixel is rounded to 0.01: the value read back is exact to within that, in the axis's units.
 double pixel_tolerance(const Axis& a, double v) {
   const double per_px = std::abs(a.value(a.pos0 + 1) - a.value(a.pos0));
-  return (a.log2 ? v * 0.01 : 0.0) + per_px * 0.02;
+  return (a.log ? v * 0.01 : 0.0) + per_px * 0.02;
 }
 
 RunReport run(Paradigm p, int world, double ex_per_sec, const std::string& label) {
@@ -197,6 +197,9 @@ TEST(ScalingPlot, MixedParadigmsPointsLegendTargetBaselineAndFailedRun) {
                       std::lround(ty.value(std::stod(xy.substr(xy.find(',') + 1)))));
   }
   EXPECT_EQ(line, (std::vector<std::pair<long, long>>{{1, 380}, {2, 700}, {4, 1200}}));
+  // Hovering a point names the run and its numbers.
+  EXPECT_EQ(text_of(svg.one("//s:g[@id='efficiency']//s:circle[@data-run='2']/s:title")),
+            "2 CPUs -- 1M/2G (ddp): p50 700/s; speedup 1.75x, efficiency 87.5%");
   // The two ddp runs on 2 devices say which is which.
   std::set<std::string> values;
   for (auto* t : svg.all("//s:g[@id='throughput']/s:g[@class='values']/s:text")) values.insert(text_of(t));
@@ -260,13 +263,23 @@ TEST(ScalingPlot, NoBaselineNoEfficiencyPanelPointsButThroughputStays) {
   EXPECT_EQ(svg.all("//s:g[@class='failed'][@data-run='0']").size(), 2u);
 }
 
-TEST(ScalingPlot, ManyDevicesUseALog2AxisAndStillReadBack) {
+TEST(ScalingPlot, NoTrainingRunsStillAValidPlotSayingSo) {
+  const Svg svg(scaling_plot_svg(finish({}, std::nullopt, 0.8), {1200, 600, "my title"}));
+  EXPECT_EQ(attr(svg.one("/s:svg"), "width"), "1200");
+  EXPECT_EQ(text_of(svg.one("//s:text[@class='title']")), "my title");
+  EXPECT_EQ(text_of(svg.one("//s:g[@id='throughput']/s:text[@class='message']")), "no training runs in this report");
+  EXPECT_EQ(svg.all("//s:circle[@class='point'] | //s:g[@class='legend-entry']").size(), 0u);
+}
+
+TEST(ScalingPlot, ManyDevicesUseLogAxesAndStillReadBack) {
   std::vector<RunReport> runs;
   for (int d = 1; d <= 64; d *= 2)
     runs.push_back(run(Paradigm::kDdp, d, 100.0 * d * std::pow(0.97, std::log2(d)), "x"));
   const Report rep = finish(std::move(runs), 0, 0.8);
   const Svg svg(scaling_plot_svg(rep));
-  EXPECT_EQ(attr(svg.one("//s:g[@id='throughput']"), "data-x-scale"), "log2");
+  EXPECT_EQ(attr(svg.one("//s:g[@id='throughput']"), "data-x-scale"), "log");
+  EXPECT_EQ(attr(svg.one("//s:g[@id='throughput']"), "data-y-scale"), "log");  // ideal is a straight line
+  EXPECT_EQ(attr(svg.one("//s:g[@id='efficiency']"), "data-y-scale"), "linear");
   std::vector<std::string> ticks;
   for (auto* t : svg.all("//s:g[@id='throughput']/s:g[@class='axis x']/s:g[@class='tick']"))
     ticks.push_back(attr(t, "data-value"));
@@ -299,6 +312,8 @@ TEST(ScalingPlot, NiceTicks) {
   EXPECT_EQ(nice_ticks(0, 2, 6, 1), (std::vector<double>{0, 1, 2}));
   EXPECT_EQ(nice_ticks(0, 7300, 6), (std::vector<double>{0, 2000, 4000, 6000, 8000}));
   EXPECT_EQ(power_of_two_ticks(1, 100), (std::vector<double>{1, 2, 4, 8, 16, 32, 64, 128}));
+  EXPECT_EQ(log_ticks(90, 6400), (std::vector<double>{50, 100, 200, 500, 1000, 2000, 5000, 10000}));
+  EXPECT_EQ(log_ticks(3, 2e6), (std::vector<double>{1, 10, 100, 1000, 1e4, 1e5, 1e6, 1e7}));
   const PlotScale s{1, 16, 0, 400, true};
   EXPECT_DOUBLE_EQ(s.map(4), 200);
 }
