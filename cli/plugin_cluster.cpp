@@ -1,5 +1,8 @@
 #include "cli/plugin_cluster.hpp"
 
+#include <cstdlib>
+#include <filesystem>
+
 #include "cli/commands.hpp"
 #include "core/version.hpp"
 #include "kube/config.hpp"
@@ -8,9 +11,22 @@
 namespace trainbench::cli {
 namespace {
 
+/// kubectl's order: --kubeconfig, $KUBECONFIG, ~/.kube/config, then in-cluster (load_default_config
+/// prefers in-cluster to ~/.kube/config, as a pod's operator should; a user in a pod expects kubectl's).
+std::string kubeconfig_path(const KubeFlags& flags) {
+  if (!flags.kubeconfig.empty()) return flags.kubeconfig;
+  const char* env = std::getenv("KUBECONFIG");  // NOLINT(concurrency-mt-unsafe)
+  if (env != nullptr && *env != '\0') return env;
+  const char* home = std::getenv("HOME");  // NOLINT(concurrency-mt-unsafe)
+  std::error_code ec;
+  const std::string file = home != nullptr ? std::string(home) + "/.kube/config" : "";
+  return !file.empty() && std::filesystem::exists(file, ec) ? file : "";
+}
+
 kube::ClientConfig load_config(const KubeFlags& flags) {
-  kube::ClientConfig c = flags.kubeconfig.empty() ? kube::load_default_config(flags.context)
-                                                  : kube::load_kubeconfig(flags.kubeconfig, flags.context);
+  const std::string path = kubeconfig_path(flags);
+  kube::ClientConfig c =
+      path.empty() ? kube::load_default_config(flags.context) : kube::load_kubeconfig(path, flags.context);
   c.user_agent = std::string("kubectl-trainbench/") + kVersion;
   return c;
 }

@@ -41,8 +41,8 @@ inline constexpr int kExitNotYet = 5;
 
 class PluginCluster {
  public:
-  /// The kubeconfig as kubectl picks it: --kubeconfig, else $KUBECONFIG, else ~/.kube/config
-  /// (in a pod without either: the ServiceAccount); --context, else current-context. Throws
+  /// The kubeconfig as kubectl picks it: --kubeconfig, else $KUBECONFIG, else ~/.kube/config,
+  /// else (in a pod) the ServiceAccount; --context, else current-context. Throws
   /// PluginError "kubeconfig: FILE: FIELD: problem".
   explicit PluginCluster(const KubeFlags& flags);
 
