@@ -38,13 +38,19 @@ rank1_log() { kubectl trainbench logs base --rank 1 >"$WORK/logs.txt" 2>"$WORK/l
 wait_for 240 rank1_log || fail "logs --rank 1: $(cat "$WORK/logs.err" "$WORK/logs.txt")"
 grep -q "pod $pod, container trainer (rank 1 of run 1 \"2 CPUs -- 2M/1G\", attempt 0)" "$WORK/logs.err" ||
   fail "logs named: $(cat "$WORK/logs.err")"
-timeout 120 kubectl trainbench logs base --rank 1 -f >"$WORK/follow.txt" 2>/dev/null || fail "logs -f: exit $?"
-grep -q "node 1 of 2, ranks 1..1" "$WORK/follow.txt" || fail "logs -f: $(cat "$WORK/follow.txt")"
+kubectl trainbench logs base --rank 1 -f >"$WORK/follow.txt" 2>&1 &
+follow_pid=$!
+PIDS+=($follow_pid)
 
 for j in base test; do
   wait_for 240 phase_is "$j" Succeeded || fail "job $j did not succeed: $(kc get bj "$j" -o jsonpath='{.status}')"
   kc get bj "$j" -o json | jq '.status.report' >"$WORK/$j.json"
 done
+follow_ended() { ! kill -0 "$follow_pid" 2>/dev/null; }
+wait_for 60 follow_ended ||
+  fail "logs -f still runs 60 s after the run ended: $(ps -o pid,ppid,stat,etime,args -p "$follow_pid" --ppid "$follow_pid")"
+wait "$follow_pid" || fail "logs -f: exit $?: $(cat "$WORK/follow.txt")"
+grep -q "node 1 of 2, ranks 1..1" "$WORK/follow.txt" || fail "logs -f: $(cat "$WORK/follow.txt")"
 
 # report: what `trainbench report` prints for the status's report JSON; --json writes that JSON.
 kubectl trainbench report base --json "$WORK/saved.json" >"$WORK/report.txt" || fail "report base failed"
