@@ -17,6 +17,7 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "cli/diff_output.hpp"
 #include "cli/file_output.hpp"
 #include "cli/interrupt.hpp"
 #include "cli/local_executor.hpp"
@@ -235,8 +236,8 @@ int compare_with_baseline(const RunRequest& req, const BenchmarkJob& job, const 
                           const Report& report) {
   const double threshold = req.fail_threshold.value_or(job.baseline ? job.baseline->regression_threshold_percent
                                                                     : kDefaultRegressionThresholdPercent);
-  std::cout << "\nCompared with the baseline " << req.baseline_file << ":\n\n" << format_diff(baseline, report) << "\n";
-  return report_regression(compare_reports(baseline, report), threshold, std::cout);
+  std::cout << "\nCompared with the baseline " << req.baseline_file << ":\n\n";
+  return print_diff(baseline, report, threshold, std::cout);
 }
 
 /// Prints the report (and writes --json), then the comparison with --baseline; the exit code of
