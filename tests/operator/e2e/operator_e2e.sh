@@ -32,9 +32,15 @@ echo "$table"
 grep -q "Succeeded" <<<"$table" || fail "get bj: no Succeeded column"
 grep -q "2/2" <<<"$table" || fail "get bj: no runs column"
 # Best ex/s a whole number, Lowest eff. the sweep's lowest scaling efficiency (two decimals).
-read -r best lowest <<<"$(awk 'NR == 2 { print $4, $6 }' <<<"$table")"
+read -r best speedup lowest <<<"$(awk 'NR == 2 { print $4, $5, $6 }' <<<"$table")"
 grep -q "LOWEST EFF." <<<"$table" || fail "get bj: no Lowest eff. column"
 [[ "$best" =~ ^[0-9]+$ ]] || fail "get bj: Best ex/s is not whole: $best"
+# ... rounded, not truncated (the operator rounds; the API server would truncate a fraction).
+[ "$best" = "$(kc get bj "$JOB" -o jsonpath='{.status.bestExamplesPerSec}')" ] || fail "get bj: Best ex/s $best"
+[ "$best" = "$(kc get bj "$JOB" -o jsonpath='{.status.report.runs[*].examplesPerSec.p50}' |
+  tr ' ' '\n' | awk 'NR == 1 || $1 > m { m = $1 } END { printf "%.0f", m }')" ] || fail "get bj: Best ex/s $best is not the report's best"
+[[ "$speedup" =~ ^[0-9]+(\.[0-9]{1,2})?$ ]] || fail "get bj: Speedup not two decimals: $speedup"
+[ "$speedup" = "$(kc get bj "$JOB" -o jsonpath='{.status.bestSpeedup}')" ] || fail "get bj: Speedup $speedup"
 [ "$lowest" = "$(kc get bj "$JOB" -o jsonpath='{.status.lowestEfficiency}')" ] || fail "get bj: Lowest eff. $lowest"
 [[ "$lowest" =~ ^[0-9]+(\.[0-9]{1,2})?$ ]] || fail "get bj: Lowest eff. not two decimals: $lowest"
 kc get bj "$JOB" -o wide | grep -q "NOISY" || fail "get bj -o wide: no Noisy column"
