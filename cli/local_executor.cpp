@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/interrupt.hpp"
+#include "core/failure_text.hpp"
 #include "core/hang.hpp"
 #include "core/run_result.hpp"
 
@@ -220,12 +221,15 @@ void stop_and_reap(std::vector<Child>& children, pid_t pgid, double grace) {
 }
 
 /// The most useful line of a failed rank's log: its "trainbench-worker rank R: ..." message if
-/// there is one, else (unless it died by a signal) its last line.
+/// there is one, else (unless it died by a signal) its last line that is not library noise.
 std::string error_line(const Child& c, const std::vector<std::string>& lines) {
   for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
     if (it->find("trainbench-worker rank") != std::string::npos) return *it;
   }
-  if (c.code == CLD_EXITED && !lines.empty()) return lines.back();
+  if (c.code != CLD_EXITED) return {};
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    if (!is_library_noise(*it)) return *it;  // not glog's notice or a libtorch warning
+  }
   return {};
 }
 

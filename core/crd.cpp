@@ -431,7 +431,10 @@ json spec_schema() {
                         {"runPolicy", run_policy_schema()},
                         {"template", template_schema()},
                         {"nccl", nccl_schema()},
-                        {"baseline", baseline_schema()}},
+                        {"baseline", baseline_schema()},
+                        {"suspend", bool_t("Operator: no pods while true (queueing, e.g. Kueue admits the job by "
+                                           "setting false); suspending a running job interrupts its current run, "
+                                           "which starts again from its beginning on resume (unset: false).")}},
                        {"benchmark", "sweep"});
   const BenchmarkSpec b;
   const SweepEntry e;
@@ -536,13 +539,19 @@ json progress_detail_schema() {
 json status_schema() {
   json run = object_t(
       "One sweep entry's run.",
-      {{"index", {{"type", "integer"}, {"format", "int32"}, {"minimum", 0}, {"description", "Position in spec.sweep."}}},
+      {{"index",
+        {{"type", "integer"}, {"format", "int32"}, {"minimum", 0}, {"description", "Position in spec.sweep."}}},
        {"label", string_t("Row label: \"no ddp\" or \"1M/2G\".")},
        {"phase", enum_t(known_run_phases(), "Run phase.")},
        {"attempt",
         {{"type", "integer"}, {"format", "int32"}, {"minimum", 0}, {"description", "0-based; bumped by a restart."}}},
        {"restarts",
         {{"type", "integer"}, {"format", "int32"}, {"minimum", 0}, {"description", "Whole-run restarts so far."}}},
+       {"interruptions",
+        {{"type", "integer"},
+         {"format", "int32"},
+         {"minimum", 0},
+         {"description", "Attempts ended by spec.suspend (not failures: no restart counted)."}}},
        {"podsCreated", {{"type", "boolean"}, {"description", "The current attempt's pods were created."}}},
        {"startTime", date_time_t("When the run's pods were created.")},
        {"attemptStartTime", date_time_t("When the current attempt's pods were created.")},

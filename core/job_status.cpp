@@ -75,6 +75,7 @@ json to_json(const RunStatus& r) {
             {"phase", to_string(r.phase)},
             {"attempt", r.attempt},
             {"restarts", r.restarts}};
+  put(j, "interruptions", r.interruptions);
   put(j, "podsCreated", r.pods_created);
   put(j, "startTime", r.start_time);
   put(j, "attemptStartTime", r.attempt_start_time);
@@ -164,6 +165,7 @@ RunStatus run_status_from_json(const json& j, const std::string& path) {
   r.phase = get_enum<RunPhase>(j, "phase", path, "run phase");
   r.attempt = jf::get_int32(j, "attempt", path);
   r.restarts = jf::get_int32(j, "restarts", path);
+  r.interruptions = optional_field(j, "interruptions", path, jf::get_int32);
   r.pods_created = optional_field(j, "podsCreated", path, jf::get_bool);
   r.start_time = optional_field(j, "startTime", path, jf::get_string);
   r.attempt_start_time = optional_field(j, "attemptStartTime", path, jf::get_string);

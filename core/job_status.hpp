@@ -27,15 +27,16 @@ namespace trainbench {
 // Each closed set is one table of texts (core/vocabulary.hpp): to_string(v), parse_enum<E>(text)
 // and allowed_texts<E>() (the CRD's enums) are views of it.
 
-/// status.phase.
-enum class JobPhase { kPending, kRunning, kSucceeded, kFailed, kInvalid };
+/// status.phase. Suspended: spec.suspend holds an unfinished job (no pods run).
+enum class JobPhase { kPending, kRunning, kSucceeded, kFailed, kInvalid, kSuspended };
 template <>
 struct Spellings<JobPhase> {
-  static constexpr std::array<Spelling<JobPhase>, 5> table{{{JobPhase::kPending, "Pending"},
+  static constexpr std::array<Spelling<JobPhase>, 6> table{{{JobPhase::kPending, "Pending"},
                                                             {JobPhase::kRunning, "Running"},
                                                             {JobPhase::kSucceeded, "Succeeded"},
                                                             {JobPhase::kFailed, "Failed"},
-                                                            {JobPhase::kInvalid, "Invalid"}}};
+                                                            {JobPhase::kInvalid, "Invalid"},
+                                                            {JobPhase::kSuspended, "Suspended"}}};
 };
 
 /// status.runs[].phase.
@@ -51,15 +52,16 @@ struct Spellings<RunPhase> {
 };
 
 /// status.conditions[].type: the conditions the operator sets on a job. Regressed: the ended
-/// job compared with spec.baseline (docs/operator.md).
-enum class ConditionType { kInvalid, kRunning, kSucceeded, kFailed, kRegressed };
+/// job compared with spec.baseline (docs/operator.md). Suspended: spec.suspend (as Job's).
+enum class ConditionType { kInvalid, kRunning, kSucceeded, kFailed, kRegressed, kSuspended };
 template <>
 struct Spellings<ConditionType> {
-  static constexpr std::array<Spelling<ConditionType>, 5> table{{{ConditionType::kInvalid, "Invalid"},
+  static constexpr std::array<Spelling<ConditionType>, 6> table{{{ConditionType::kInvalid, "Invalid"},
                                                                  {ConditionType::kRunning, "Running"},
                                                                  {ConditionType::kSucceeded, "Succeeded"},
                                                                  {ConditionType::kFailed, "Failed"},
-                                                                 {ConditionType::kRegressed, "Regressed"}}};
+                                                                 {ConditionType::kRegressed, "Regressed"},
+                                                                 {ConditionType::kSuspended, "Suspended"}}};
 };
 
 /// status.conditions[].status.
@@ -87,6 +89,7 @@ struct RunStatus {
   RunPhase phase = RunPhase::kPending;
   int attempt = 0;                                ///< 0-based; bumped by a restart
   int restarts = 0;                               ///< whole-run restarts so far
+  std::optional<int> interruptions;               ///< attempts ended by spec.suspend (absent: none)
   std::optional<bool> pods_created;               ///< the current attempt's pods were created (absent before the first)
   std::optional<std::string> start_time;          ///< RFC 3339: the first attempt's pods were created
   std::optional<std::string> attempt_start_time;  ///< RFC 3339: the current attempt's pods were created

@@ -199,6 +199,9 @@ struct BenchmarkJob {
   PodTemplate pod_template;          ///< spec.template
   NcclSpec nccl;
   std::optional<BaselineSpec> baseline;  ///< spec.baseline
+  /// spec.suspend (as batch/v1 Job's): the operator runs no pod while true; a queue (Kueue)
+  /// creates the job suspended and admits it by setting false. `trainbench run` ignores it.
+  bool suspend = false;
 };
 
 /// Parses one YAML (or JSON) document into a BenchmarkJob, applies defaults and validates it.

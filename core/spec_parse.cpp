@@ -574,7 +574,8 @@ void read_document(Reader& r, const YAML::Node& doc, BenchmarkJob& job) {
     return;
   }
   if (!r.object(spec, "spec",
-                {"benchmark", "sweep", "device", "backend", "runPolicy", "masterPort", "template", "nccl", "baseline"}))
+                {"benchmark", "sweep", "device", "backend", "runPolicy", "masterPort", "template", "nccl", "baseline",
+                 "suspend"}))
     return;
   if (spec["benchmark"].IsDefined() && !spec["benchmark"].IsNull()) read_benchmark(r, spec["benchmark"], job.benchmark);
   if (spec["sweep"].IsDefined() && !spec["sweep"].IsNull()) read_sweep(r, spec["sweep"], job.sweep);
@@ -587,6 +588,7 @@ void read_document(Reader& r, const YAML::Node& doc, BenchmarkJob& job) {
   if (spec["nccl"].IsDefined() && !spec["nccl"].IsNull()) read_nccl(r, spec["nccl"], job.nccl);
   if (spec["baseline"].IsDefined() && !spec["baseline"].IsNull())
     read_baseline(r, spec["baseline"], job.baseline.emplace());
+  r.read_bool(spec, "suspend", "spec", job.suspend);
 }
 
 FieldError document_too_large(std::size_t bytes) {

@@ -112,6 +112,7 @@ nlohmann::json to_json(const BenchmarkJob& job) {
     if (!b->config_map.empty()) bj["configMap"] = {{"name", b->config_map}, {"key", b->config_map_key}};
     spec["baseline"] = bj;
   }
+  if (job.suspend) spec["suspend"] = true;
   return {{"apiVersion", job.api_version}, {"kind", job.kind}, {"metadata", metadata}, {"spec", spec}};
 }
 

@@ -52,7 +52,9 @@
 //
 // Exit status: 0 success; 2 bad environment or config; 3 (--master) the run hung (the message,
 // core/hang.hpp's, also goes to /dev/termination-log); 1 any other error. Errors are printed
-// to stderr as "trainbench-worker rank R: <message>".
+// to stderr as "trainbench-worker rank R: <message>", and that line is also the termination
+// message, so a pod's status leads with it rather than with libtorch's log (core/failure_text.hpp;
+// in a trainer pod, node-launch rewrites it once its ranks have exited).
 
 #include <climits>
 #include <cstdlib>
@@ -88,6 +90,13 @@ void write_termination_message(const std::string& message) {
   if (!probe) return;
   std::ofstream out("/dev/termination-log", std::ios::trunc);
   out << message.substr(0, 4000) << "\n";
+}
+
+/// "trainbench-worker rank R: <what>" on stderr and as the termination message.
+void report_error(const std::string& rank_label, const std::string& what) {
+  const std::string line = "trainbench-worker rank " + rank_label + ": " + what;
+  std::cerr << line << std::endl;
+  write_termination_message(line);
 }
 
 std::string env_or_empty(const char* name) {
@@ -220,17 +229,17 @@ int main(int argc, char** argv) {
     trainbench::worker::run_worker(env, config, options);
     return 0;
   } catch (const ConfigError& e) {
-    std::cerr << "trainbench-worker rank " << rank_label << ": " << e.what() << std::endl;
+    report_error(rank_label, e.what());
     return kExitConfig;
   } catch (const trainbench::worker::HangError& e) {
     std::cerr << "trainbench-worker " << rank_label << ": " << e.what() << std::endl;
     write_termination_message(e.what());
     return kExitHang;
   } catch (const std::exception& e) {
-    std::cerr << "trainbench-worker rank " << rank_label << ": " << e.what() << std::endl;
+    report_error(rank_label, e.what());
     return kExitError;
   } catch (...) {
-    std::cerr << "trainbench-worker rank " << rank_label << ": unknown error" << std::endl;
+    report_error(rank_label, "unknown error");
     return kExitError;
   }
 }

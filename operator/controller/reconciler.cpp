@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/crd.hpp"
+#include "core/failure_text.hpp"
 #include "core/job_status.hpp"
 #include "core/rank_summary.hpp"
 #include "core/report.hpp"
@@ -80,22 +81,39 @@ std::string label(const json& obj, const char* key) {
   return str_or(get_or(obj.at("metadata"), "labels", json::object()), key);
 }
 
-/// Why a pod failed: its phase reason and each terminated container's exit code and message.
+/// The last `n` characters of `s`, "..." marking a cut.
+std::string last_chars(const std::string& s, std::size_t n) {
+  return s.size() <= n ? s : "..." + s.substr(s.size() - n);
+}
+
+/// Why a pod failed, led by the worker's own error line when a container's termination message
+/// (or, under FallbackToLogsOnError, its log tail) has one (core/failure_text.hpp): "trainbench-worker
+/// rank 3: <what> (pod P failed: container trainer exited with code 1 (Error): rank 3 exited with
+/// code 1)"; otherwise "pod P failed: ...: <the message>". libtorch's log noise is dropped.
 std::string pod_failure(const json& pod) {
   const json st = get_or(pod, "status", json::object());
-  std::string out = "pod " + pod_name(pod) + " failed";
+  std::string lead, out = "pod " + pod_name(pod) + " failed";
   if (st.contains("reason")) out += " (" + str_or(st, "reason") + ")";
   for (const auto& cs : get_or(st, "containerStatuses", json::array())) {
     const json term = get_or(get_or(cs, "state", json::object()), "terminated", nullptr);
     if (!term.is_object()) continue;
     out += ": container " + str_or(cs, "name") + " exited with code " + std::to_string(int_or(term, "exitCode", -1));
     if (term.contains("reason")) out += " (" + str_or(term, "reason") + ")";
-    std::string msg = str_or(term, "message");
-    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-    if (!msg.empty()) out += ": " + msg.substr(0, 512);
+    const FailureText text = read_failure_text(str_or(term, "message"));
+    if (lead.empty()) lead = text.error_line.substr(0, 1024);
+    if (!text.context.empty()) out += ": " + last_chars(text.context, 512);
   }
   if (st.contains("message")) out += ": " + str_or(st, "message");
-  return out;
+  return lead.empty() ? out : lead + " (" + out + ")";
+}
+
+/// A failed pod whose message has the worker's own error line: the rank that says why.
+bool has_worker_error(const json& pod) {
+  for (const auto& cs : get_or(get_or(pod, "status", json::object()), "containerStatuses", json::array())) {
+    const json term = get_or(get_or(cs, "state", json::object()), "terminated", nullptr);
+    if (term.is_object() && !read_failure_text(str_or(term, "message")).error_line.empty()) return true;
+  }
+  return false;
 }
 
 /// `target` as a JSON merge patch over `original`: every object member `original` has and
@@ -314,6 +332,10 @@ class Reconcile {
     const RunPolicy& pol = spec.run_policy;
     const std::vector<RunConfig> runs = plan_runs(spec, pod_cores(job_.spec), ServerPlacement::OwnPods);
     runs_total_ = static_cast<int>(runs.size());
+    if (spec.suspend) {
+      suspend(spec, runs);
+      return;
+    }
     init_status(runs);
 
     const auto started = parse_time(status_.start_time.value_or(""));
@@ -327,13 +349,7 @@ class Reconcile {
       requeue(deadline - o_.now);
     }
 
-    int done = status_.runs_done.value_or(0);
-    // Results that arrived for the current run (the loop also covers several runs finishing
-    // between two reconciles, which cannot happen today but costs nothing).
-    while (done < runs_total_ && collect_result(runs[static_cast<std::size_t>(done)])) ++done;
-    status_.runs_done = done;
-    status_.progress = std::to_string(done) + "/" + std::to_string(runs_total_);
-    rebuild_report(spec, runs);
+    const int done = collect_results(spec, runs);
     if (done == runs_total_) {
       succeed_job();
       return;
@@ -395,9 +411,63 @@ class Reconcile {
     status_.progress_detail = std::move(p);
   }
 
-  void init_status(const std::vector<RunConfig>& runs) {
-    if (!status_.start_time) status_.start_time = now_;
-    status_.phase = JobPhase::kRunning;
+  /// The runs done, after the results that arrived for the current run (the loop also covers
+  /// several runs finishing between two reconciles, which cannot happen today but costs nothing).
+  int collect_results(const BenchmarkJob& spec, const std::vector<RunConfig>& runs) {
+    int done = status_.runs_done.value_or(0);
+    while (done < runs_total_ && collect_result(runs[static_cast<std::size_t>(done)])) ++done;
+    status_.runs_done = done;
+    status_.progress = std::to_string(done) + "/" + std::to_string(runs_total_);
+    rebuild_report(spec, runs);
+    return done;
+  }
+
+  // ---- spec.suspend (docs/operator.md, "Suspend and queueing") ----
+
+  bool is_suspended() const {
+    const Condition* c = status_.condition(ConditionType::kSuspended);
+    return c != nullptr && c->status == ConditionStatus::kTrue;
+  }
+
+  /// No pod runs while spec.suspend is true. A run under way is interrupted, not failed: its pods
+  /// go and it starts again from its beginning on resume (a new attempt, so a late result of this
+  /// one is ignored); no restart is counted. Runs that finished keep their results. Nothing is
+  /// timed meanwhile: the resume restarts activeDeadlineSeconds (as Job's and TrainJob's do) and
+  /// the next attempt's schedulingTimeoutSeconds.
+  void suspend(const BenchmarkJob& spec, const std::vector<RunConfig>& runs) {
+    init_runs(runs);
+    const int done = collect_results(spec, runs);  // a result that arrived before the suspend counts
+    if (done == runs_total_) {
+      succeed_job();
+      return;
+    }
+    RunStatus& rs = run_status(done);
+    if (rs.pods_created.value_or(false) || !pods_of(done, rs.attempt).empty()) {
+      emit("Normal", "RunInterrupted",
+           "run " + std::to_string(done) + " (" + rs.label + ") attempt " + std::to_string(rs.attempt) +
+               " interrupted by spec.suspend: its pods are deleted; it starts again from its beginning on resume",
+           run_key(done, rs.attempt));
+      rs.message = "attempt " + std::to_string(rs.attempt) + " interrupted by spec.suspend at " + now_;
+      rs.interruptions = rs.interruptions.value_or(0) + 1;
+      rs.attempt += 1;
+      rs.pods_created = false;
+      rs.attempt_start_time.reset();
+      rs.phase = RunPhase::kPending;
+    }
+    delete_pods(pods_of(done, -1), run_selector(done));
+    for (const auto& p : o_.pods) {  // pods of finished runs stay (cleanPodPolicy), none runs
+      if (pod_phase(p) != "Succeeded" && pod_phase(p) != "Failed") delete_pod(p);
+    }
+    const std::string why = "spec.suspend is true: no pods run until it is false";
+    if (!is_suspended()) emit("Normal", "Suspended", why, "g" + std::to_string(generation_));
+    status_.phase = JobPhase::kSuspended;
+    status_.set_condition(condition(ConditionType::kSuspended, true, "Suspended", why, now_, generation_));
+    status_.set_condition(condition(ConditionType::kRunning, false, "Suspended", why, now_, generation_));
+    spec_valid();
+  }
+
+  /// status.runs, one per sweep entry.
+  void init_runs(const std::vector<RunConfig>& runs) {
     status_.runs_total = runs_total_;
     if (status_.runs.size() != runs.size()) {
       status_.runs.clear();
@@ -408,14 +478,30 @@ class Reconcile {
         status_.runs.push_back(std::move(rs));
       }
     }
+  }
+
+  void spec_valid() {
+    status_.set_condition(
+        condition(ConditionType::kInvalid, false, "SpecValid", "the spec is valid", now_, generation_));
+  }
+
+  void init_status(const std::vector<RunConfig>& runs) {
+    init_runs(runs);
+    if (is_suspended()) {  // resumed: the job starts again now (activeDeadlineSeconds too)
+      const std::string why = "spec.suspend is false: the job runs";
+      emit("Normal", "Resumed", why, "g" + std::to_string(generation_));
+      status_.set_condition(condition(ConditionType::kSuspended, false, "Resumed", why, now_, generation_));
+      status_.start_time = now_;
+    }
+    if (!status_.start_time) status_.start_time = now_;
+    status_.phase = JobPhase::kRunning;
     // A run restarted after a hang keeps saying so (reason Hang) while the job runs on.
     const Condition* running = status_.condition(ConditionType::kRunning);
     if (running == nullptr || running->status != ConditionStatus::kTrue || running->reason != "Hang") {
       status_.set_condition(
           condition(ConditionType::kRunning, true, "RunsInProgress", "running the sweep", now_, generation_));
     }
-    status_.set_condition(
-        condition(ConditionType::kInvalid, false, "SpecValid", "the spec is valid", now_, generation_));
+    spec_valid();
   }
 
   RunStatus& run_status(int index) { return status_.runs.at(static_cast<std::size_t>(index)); }
@@ -569,6 +655,13 @@ class Reconcile {
   /// result (BackoffLimitExceeded), or a pod on a lost node (NodeLost).
   std::pair<std::string, std::string> attempt_failure(const std::map<std::string, json>& expected,
                                                       const std::map<std::string, json>& present, bool created) {
+    // Several pods failed: a hang, else the pod whose worker said why (others often fail because it did).
+    for (const auto& [name, p] : present) {
+      if (const std::string hang = hang_failure(p); !hang.empty()) return {hang, "Hang"};
+    }
+    for (const auto& [name, p] : present) {
+      if (pod_phase(p) == "Failed" && has_worker_error(p)) return {pod_failure(p), "BackoffLimitExceeded"};
+    }
     for (const auto& [name, want] : expected) {
       auto it = present.find(name);
       if (it == present.end()) {
@@ -700,9 +793,10 @@ class Reconcile {
       if (r.efficiency) lowest_efficiency = std::min(lowest_efficiency.value_or(*r.efficiency), *r.efficiency);
       if (r.noise && r.noise->verdict == NoiseVerdict::kNoisy) ++noisy;
     }
-    // Printer columns (the report keeps every digit): two decimals; the lowest efficiency
-    // rounded down, so that a run below the target never reads as meeting it.
-    status_.best_examples_per_sec = best_ex;
+    // Printer columns (the report keeps every digit): ex/s whole (rounded here: the API server
+    // truncates an integer column), two decimals; the lowest efficiency rounded down, so that a
+    // run below the target never reads as meeting it.
+    status_.best_examples_per_sec = std::round(best_ex);
     if (rep.baseline_run) status_.best_speedup = std::round(best_speedup * 100) / 100;
     status_.lowest_efficiency.reset();
     if (lowest_efficiency) status_.lowest_efficiency = std::floor(*lowest_efficiency * 100 + 1e-9) / 100;

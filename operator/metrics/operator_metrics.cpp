@@ -34,7 +34,7 @@ const char* outcome_label(ControllerMetrics::Outcome o) {
 /// The phases a BenchmarkJob can be in (docs/crd.md): each is always exported, 0 when empty,
 /// so that a phase that empties drops to 0 instead of vanishing.
 const std::set<std::string>& known_phases() {
-  static const std::set<std::string> phases = {"Pending", "Running", "Succeeded", "Failed"};
+  static const std::set<std::string> phases = {"Pending", "Running", "Succeeded", "Failed", "Suspended"};
   return phases;
 }
 

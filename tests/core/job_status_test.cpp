@@ -74,6 +74,7 @@ BenchmarkJobStatus full_status() {
     r.phase = RunPhase::kSucceeded;
     r.attempt = i;
     r.restarts = i;
+    if (i == 1) r.interruptions = 2;  // attempts ended by spec.suspend; absent on run 0
     r.pods_created = true;
     r.start_time = "2026-11-22T10:00:00Z";
     r.attempt_start_time = "2026-11-22T10:01:00Z";
@@ -123,6 +124,8 @@ TEST(JobStatus, EveryFieldRoundTripsUnderItsApiName) {
   EXPECT_EQ(j["report"]["runs"][1]["noise"]["verdict"], "unjudged");
   EXPECT_EQ(j["report"]["runs"][0]["belowTarget"], false);
   EXPECT_EQ(j["phase"], "Succeeded");
+  EXPECT_FALSE(j["runs"][0].contains("interruptions"));
+  EXPECT_EQ(j["runs"][1]["interruptions"], 2);
   EXPECT_EQ(j["conditions"][1], json({{"type", "Succeeded"},
                                       {"status", "True"},
                                       {"reason", "JobSucceeded"},
@@ -130,11 +133,11 @@ TEST(JobStatus, EveryFieldRoundTripsUnderItsApiName) {
                                       {"lastTransitionTime", "2026-11-22T10:05:00Z"},
                                       {"observedGeneration", 3}}));
   const json& run = j["runs"][1];
-  for (const char* key : {"index", "label", "phase", "attempt", "restarts", "podsCreated", "startTime",
+  for (const char* key : {"index", "label", "phase", "attempt", "restarts", "interruptions", "podsCreated", "startTime",
                           "attemptStartTime", "completionTime", "message", "summary", "environment"}) {
     EXPECT_TRUE(run.contains(key)) << key;
   }
-  EXPECT_EQ(run.size(), 12u);
+  EXPECT_EQ(run.size(), 13u);
   EXPECT_EQ(run["summary"]["rankSummary"]["detail"]["configMap"], "bj-r1-result");
   EXPECT_EQ(run["environment"]["hostname"], "node-1");
   EXPECT_EQ(j["report"]["kind"], "BenchmarkReport");
@@ -263,15 +266,15 @@ void expect_texts(const std::vector<E>& values, const std::vector<std::string>& 
 }
 
 TEST(JobStatus, EachValueHasOneText) {
-  expect_texts<JobPhase>(
-      {JobPhase::kPending, JobPhase::kRunning, JobPhase::kSucceeded, JobPhase::kFailed, JobPhase::kInvalid},
-      {"Pending", "Running", "Succeeded", "Failed", "Invalid"});
+  expect_texts<JobPhase>({JobPhase::kPending, JobPhase::kRunning, JobPhase::kSucceeded, JobPhase::kFailed,
+                          JobPhase::kInvalid, JobPhase::kSuspended},
+                         {"Pending", "Running", "Succeeded", "Failed", "Invalid", "Suspended"});
   expect_texts<RunPhase>({RunPhase::kPending, RunPhase::kStarting, RunPhase::kRunning, RunPhase::kRestarting,
                           RunPhase::kSucceeded, RunPhase::kFailed},
                          {"Pending", "Starting", "Running", "Restarting", "Succeeded", "Failed"});
   expect_texts<ConditionType>({ConditionType::kInvalid, ConditionType::kRunning, ConditionType::kSucceeded,
-                               ConditionType::kFailed, ConditionType::kRegressed},
-                              {"Invalid", "Running", "Succeeded", "Failed", "Regressed"});
+                               ConditionType::kFailed, ConditionType::kRegressed, ConditionType::kSuspended},
+                              {"Invalid", "Running", "Succeeded", "Failed", "Regressed", "Suspended"});
   expect_texts<ConditionStatus>({ConditionStatus::kTrue, ConditionStatus::kFalse, ConditionStatus::kUnknown},
                                 {"True", "False", "Unknown"});
   EXPECT_FALSE(parse_enum<RunPhase>("succeeded").has_value()) << "case-sensitive, as the API server's enum";

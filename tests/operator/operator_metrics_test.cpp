@@ -70,6 +70,8 @@ TEST(OperatorMetrics, ScrapeTimeValuesFromTheController) {
   EXPECT_EQ(value(t, "trainbench_operator_benchmarkjobs", "phase=\"Running\""), 2);
   EXPECT_EQ(value(t, "trainbench_operator_benchmarkjobs", "phase=\"Succeeded\""), 5);
   EXPECT_EQ(value(t, "trainbench_operator_benchmarkjobs", "phase=\"Failed\""), 0) << "known phases are always there";
+  EXPECT_EQ(value(t, "trainbench_operator_benchmarkjobs", "phase=\"Suspended\""), 0)
+      << "the queue's jobs (spec.suspend)";
   EXPECT_EQ(value(t, "trainbench_operator_watch_restarts_total", "resource=\"pods\""), 0) << "the first watch";
   EXPECT_EQ(value(t, "trainbench_operator_cached_objects", "resource=\"pods\""), 7);
   EXPECT_EQ(value(t, "trainbench_operator_informers_synced"), 1);

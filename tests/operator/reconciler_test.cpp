@@ -1143,5 +1143,218 @@ TEST(Reconciler, NoProgressWhenTheIntervalIsZero) {
   EXPECT_FALSE(o.job["status"].contains("percentComplete"));
 }
 
+// ---- spec.suspend (docs/operator.md, "Suspend and queueing") ----
+
+/// Sets spec.suspend as a user or Kueue would (a spec change: a new generation).
+void set_suspend(Observed& o, bool suspend) {
+  o.job["spec"]["suspend"] = suspend;
+  o.job["metadata"]["generation"] = o.job["metadata"]["generation"].get<int>() + 1;
+}
+
+const json* condition_of(const json& status, const std::string& type) {
+  for (const auto& c : status["conditions"]) {
+    if (c["type"] == type) return &c;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> event_reasons(const Decision& d) {
+  std::vector<std::string> out;
+  for (const auto* e : of(d, Action::Verb::Event)) out.push_back(e->body["reason"]);
+  return out;
+}
+
+TEST(Reconciler, AJobCreatedSuspendedCreatesNothingAndSaysSo) {
+  Observed o{job_object({{"suspend", true}}), {}, {}, {}, false, false, false, t0()};
+  Decision d = reconcile(o);
+  for (const auto& a : d.actions) {
+    EXPECT_NE(a.verb, Action::Verb::Create) << a.resource << " " << a.name;  // no pod, service, role
+  }
+  EXPECT_EQ(event_reasons(d), std::vector<std::string>{"Suspended"});
+  apply(o, d);
+  const json st = o.job["status"];
+  EXPECT_EQ(st["phase"], "Suspended");
+  ASSERT_NE(condition_of(st, "Suspended"), nullptr);
+  EXPECT_EQ((*condition_of(st, "Suspended"))["status"], "True");
+  EXPECT_EQ((*condition_of(st, "Suspended"))["reason"], "Suspended");
+  EXPECT_EQ((*condition_of(st, "Running"))["status"], "False");
+  EXPECT_EQ(st["progress"], "0/2");
+  EXPECT_FALSE(st.contains("startTime")) << "nothing started";
+  // Reconciled again (a resync): nothing to do, nothing to write, no second Event.
+  o.now += std::chrono::minutes(5);
+  EXPECT_TRUE(reconcile(o).actions.empty());
+}
+
+TEST(Reconciler, ResumingAJobCreatedSuspendedStartsItThen) {
+  Observed o{job_object({{"suspend", true}, {"runPolicy", {{"activeDeadlineSeconds", 100}}}}),
+             {},
+             {},
+             {},
+             false,
+             false,
+             false,
+             t0()};
+  apply(o, reconcile(o));
+  o.now = t0() + std::chrono::hours(2);  // queued for two hours (longer than every timeout)
+  set_suspend(o, false);
+  Decision d = reconcile(o);
+  apply(o, d);
+  EXPECT_EQ(of(d, Action::Verb::Create, "pods").size(), 2u);  // run 0: master + one trainer
+  const auto reasons = event_reasons(d);
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "Resumed"), reasons.end());
+  const json st = o.job["status"];
+  EXPECT_EQ(st["phase"], "Running");
+  EXPECT_EQ((*condition_of(st, "Suspended"))["status"], "False");
+  EXPECT_EQ((*condition_of(st, "Suspended"))["reason"], "Resumed");
+  EXPECT_EQ(st["startTime"], format_time(o.now)) << "activeDeadlineSeconds counts from the resume";
+  // Neither activeDeadlineSeconds (100 s) nor schedulingTimeoutSeconds (60 s) counted the queueing.
+  o.now += std::chrono::seconds(30);
+  apply(o, reconcile(o));
+  EXPECT_EQ(o.job["status"]["phase"], "Running");
+  EXPECT_EQ(o.job["status"]["runs"][0]["phase"], "Starting");
+}
+
+TEST(Reconciler, SuspendingARunningJobInterruptsItsRunWithoutARestartAndResumeRunsItAgain) {
+  Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
+  apply(o, reconcile(o));
+  all_running(o);
+  apply(o, reconcile(o));
+  deliver_result(o, 0, 0, 1);
+  apply(o, reconcile(o));  // run 0 done; run 1's 3 pods
+  all_running(o);
+  apply(o, reconcile(o));
+  ASSERT_EQ(o.pods.size(), 3u);
+
+  // Suspended mid-run (Kueue preempts it): run 1's pods go, the run is interrupted, not failed.
+  o.now += std::chrono::seconds(10);
+  set_suspend(o, true);
+  Decision d = reconcile(o);
+  EXPECT_TRUE(of(d, Action::Verb::Create, "pods").empty());
+  EXPECT_EQ(deleted_pods(d).size(), 3u);
+  const auto reasons = event_reasons(d);
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "RunInterrupted"), reasons.end());
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "Suspended"), reasons.end());
+  EXPECT_EQ(std::find(reasons.begin(), reasons.end(), "RunRestarted"), reasons.end());
+  apply(o, d);
+  EXPECT_TRUE(o.pods.empty());
+  json st = o.job["status"];
+  EXPECT_EQ(st["phase"], "Suspended");
+  EXPECT_EQ(st["runs"][0]["phase"], "Succeeded") << "a finished run keeps its result";
+  const json run1 = st["runs"][1];
+  EXPECT_EQ(run1["phase"], "Pending");
+  EXPECT_EQ(run1["restarts"], 0) << "no backoff used";
+  EXPECT_EQ(run1["interruptions"], 1);
+  EXPECT_EQ(run1["attempt"], 1);
+  EXPECT_EQ(run1["podsCreated"], false);
+  EXPECT_NE(run1["message"].get<std::string>().find("interrupted by spec.suspend"), std::string::npos);
+  // The interrupted attempt's master delivers late: ignored, the run starts again on resume.
+  deliver_result(o, 1, 0, 4);
+  o.now += std::chrono::minutes(10);
+  EXPECT_TRUE(reconcile(o).actions.empty()) << "nothing runs, nothing changes while suspended";
+
+  set_suspend(o, false);
+  d = reconcile(o);
+  apply(o, d);
+  const auto created = of(d, Action::Verb::Create, "pods");
+  ASSERT_EQ(created.size(), 3u);
+  for (const auto* a : created) EXPECT_EQ(a->body["metadata"]["labels"]["trainbench.dev/attempt"], "1");
+  EXPECT_EQ(o.job["status"]["runsDone"], 1);
+  all_running(o);
+  apply(o, reconcile(o));
+  deliver_result(o, 1, 1, 4);
+  apply(o, reconcile(o));
+  st = o.job["status"];
+  EXPECT_EQ(st["phase"], "Succeeded");
+  EXPECT_EQ(st["report"]["runs"].size(), 2u);
+  EXPECT_EQ(st["runs"][1]["restarts"], 0);
+  EXPECT_EQ(st["runs"][1]["interruptions"], 1);
+}
+
+TEST(Reconciler, ASuspendThatFindsTheRunsResultCountsTheRun) {
+  Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
+  apply(o, reconcile(o));
+  all_running(o);
+  apply(o, reconcile(o));
+  deliver_result(o, 0, 0, 1);  // arrives in the same reconcile as the suspend
+  set_suspend(o, true);
+  apply(o, reconcile(o));
+  EXPECT_EQ(o.job["status"]["runs"][0]["phase"], "Succeeded");
+  EXPECT_FALSE(o.job["status"]["runs"][0].contains("interruptions"));
+  EXPECT_EQ(o.job["status"]["phase"], "Suspended");
+  EXPECT_TRUE(o.pods.empty());
+}
+
+TEST(Reconciler, SuspendingAFinishedJobChangesNothing) {
+  Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
+  finish_two_runs(o, {{0.1, 0.2}}, {{0.1, 0.2}});
+  ASSERT_EQ(o.job["status"]["phase"], "Succeeded");
+  set_suspend(o, true);
+  const Decision d = reconcile(o);
+  EXPECT_TRUE(of(d, Action::Verb::Event).empty());
+  const json st = status_of(d);
+  EXPECT_TRUE(st.is_null() || st["phase"] == "Succeeded") << st;
+}
+
+// ---- a failed run's message ----
+
+/// A failed pod whose container's termination message is `message`.
+void fail_with(Observed& o, const std::string& pod, const std::string& container, const std::string& message) {
+  for (auto& p : o.pods) {
+    if (p["metadata"]["name"] != pod) continue;
+    p["status"]["phase"] = "Failed";
+    p["status"]["containerStatuses"] =
+        json::array({{{"name", container},
+                      {"state", {{"terminated", {{"exitCode", 1}, {"reason", "Error"}, {"message", message}}}}}}});
+  }
+}
+
+TEST(Reconciler, AFailedRunsMessageLeadsWithTheWorkersLineWithoutLibraryNoise) {
+  Observed o{job_object({{"runPolicy", {{"backoffLimit", 0}}}}), {}, {}, {}, false, false, false, t0()};
+  apply(o, reconcile(o));
+  all_running(o);
+  apply(o, reconcile(o));
+  deliver_result(o, 0, 0, 1);
+  apply(o, reconcile(o));
+  all_running(o);
+  apply(o, reconcile(o));
+  // The master's log tail (FallbackToLogsOnError) is glog noise and a line of its own; trainer
+  // 1's termination message is node-launch's, with rank 3's own line.
+  fail_with(o, master_pod_name("bj", 1, 0), "master",
+            "WARNING: Logging before InitGoogleLogging() is written to STDERR\n"
+            "W20261124 16:32:01.185420 17553 socket.cpp:601] [c10d] The client socket has failed to connect.\n"
+            "trainbench-worker master: serving the store of run 1 (4 ranks) on port 29500\n");
+  fail_with(o, trainer_pod_name("bj", 1, 0, 1), "trainer",
+            "rank 3 exited with code 1: trainbench-worker rank 3: CUDA out of memory. Tried to allocate 2.00 GiB\n");
+  const Decision d = reconcile(o);
+  apply(o, d);
+  const json st = o.job["status"];
+  ASSERT_EQ(st["phase"], "Failed");
+  const std::string expected =
+      "trainbench-worker rank 3: CUDA out of memory. Tried to allocate 2.00 GiB (pod bj-r1-a0-trainer-1 failed: "
+      "container trainer exited with code 1 (Error): rank 3 exited with code 1)";
+  EXPECT_EQ(st["runs"][1]["message"], expected);
+  EXPECT_EQ((*condition_of(st, "Failed"))["message"], "run 1 failed after 0 restarts: " + expected);
+  bool event = false;
+  for (const auto* e : of(d, Action::Verb::Event)) {
+    if (e->body["reason"] == "RunFailed") event = e->body["message"] == "run 1 failed: " + expected;
+  }
+  EXPECT_TRUE(event);
+}
+
+TEST(Reconciler, AFailureWithoutAWorkerLineKeepsTheMessageWithoutNoise) {
+  Observed o{job_object({{"runPolicy", {{"backoffLimit", 0}}}}), {}, {}, {}, false, false, false, t0()};
+  apply(o, reconcile(o));
+  all_running(o);
+  apply(o, reconcile(o));
+  fail_with(o, trainer_pod_name("bj", 0, 0, 0), "trainer",
+            "WARNING: Logging before InitGoogleLogging() is written to STDERR\n"
+            "[W socket.cpp:601] [c10d] The client socket has failed to connect.\n"
+            "trainbench node-launch: rank 0 was killed by SIGKILL\n");
+  apply(o, reconcile(o));
+  EXPECT_EQ(o.job["status"]["runs"][0]["message"],
+            "pod bj-r0-a0-trainer-0 failed: container trainer exited with code 1 (Error): "
+            "trainbench node-launch: rank 0 was killed by SIGKILL");
+}
+
 }  // namespace
 }  // namespace trainbench::op

@@ -34,10 +34,16 @@ echo "$table"
 grep -q "Succeeded" <<<"$table" || fail "get bj: no Succeeded column"
 grep -q "2/2" <<<"$table" || fail "get bj: no runs column"
 # Best ex/s a whole number, Lowest eff. the sweep's lowest scaling efficiency (two decimals).
-read -r percent best lowest <<<"$(awk 'NR == 2 { print $4, $5, $7 }' <<<"$table")"
+read -r percent best speedup lowest <<<"$(awk 'NR == 2 { print $4, $5, $6, $7 }' <<<"$table")"
 [ "$percent" = "100%" ] || fail "get bj: Progress of a succeeded job: $percent"
 grep -q "LOWEST EFF." <<<"$table" || fail "get bj: no Lowest eff. column"
 [[ "$best" =~ ^[0-9]+$ ]] || fail "get bj: Best ex/s is not whole: $best"
+# ... rounded, not truncated (the operator rounds; the API server would truncate a fraction).
+[ "$best" = "$(kc get bj "$JOB" -o jsonpath='{.status.bestExamplesPerSec}')" ] || fail "get bj: Best ex/s $best"
+[ "$best" = "$(kc get bj "$JOB" -o jsonpath='{.status.report.runs[*].examplesPerSec.p50}' |
+  tr ' ' '\n' | awk 'NR == 1 || $1 > m { m = $1 } END { printf "%.0f", m }')" ] || fail "get bj: Best ex/s $best is not the report's best"
+[[ "$speedup" =~ ^[0-9]+(\.[0-9]{1,2})?$ ]] || fail "get bj: Speedup not two decimals: $speedup"
+[ "$speedup" = "$(kc get bj "$JOB" -o jsonpath='{.status.bestSpeedup}')" ] || fail "get bj: Speedup $speedup"
 [ "$lowest" = "$(kc get bj "$JOB" -o jsonpath='{.status.lowestEfficiency}')" ] || fail "get bj: Lowest eff. $lowest"
 [[ "$lowest" =~ ^[0-9]+(\.[0-9]{1,2})?$ ]] || fail "get bj: Lowest eff. not two decimals: $lowest"
 wide=$(kc get bj "$JOB" -o wide) # not piped into grep -q: kubectl's second write would meet a closed pipe

@@ -60,4 +60,27 @@ wait_for 30 no_containers_running || fail "processes left running: $(sim_admin G
 # Exactly the pods of two attempts were ever created.
 [ "$(pods_created | sort | tr '\n' ' ')" = "$(printf '%s\n' "${a0[@]}" "${a1[@]}" | sort | tr '\n' ' ')" ] ||
   fail "pods created: $(pods_created | tr '\n' ' ')"
+
+# 3. A run that fails in the worker (its store unreachable: MASTER_ADDR pointed where no master
+# is, as a wrong template would): libtorch logs its glog notice and c10d's socket errors first,
+# but the run's message, the Failed condition and the Events lead with the worker's own line.
+BAD=unreachable
+printf '%s\n' "apiVersion: trainbench.dev/v1alpha1" "kind: BenchmarkJob" "metadata: {name: $BAD}" "spec:" \
+  "  benchmark: {model: mlp, mlp: {inputSize: 64, hiddenSizes: [64], numClasses: 10}, threadsPerProcess: 1}" \
+  "  sweep: [{nodes: 1, devicesPerNode: 1}]" "  masterPort: 29500" \
+  "  template: {image: trainbench/worker:0.1.0, env: [{name: MASTER_ADDR, value: 127.0.0.1}]}" \
+  "  runPolicy: {backoffLimit: 0, collectiveTimeoutSeconds: 3}" | kc apply -f - >/dev/null
+wait_for 90 phase_is "$BAD" Failed || fail "$BAD not Failed: $(kc get bj $BAD -o jsonpath='{.status}')"
+msg=$(kc get bj "$BAD" -o jsonpath='{.status.runs[0].message}')
+echo "run message: $msg"
+[[ "$msg" == "trainbench-worker rank 0: "*"(127.0.0.1, 29500)"* ]] || fail "the run's message does not lead with the worker's line: $msg"
+grep -q "(pod $BAD-r0-a0-trainer-0 failed: container trainer exited with code 1" <<<"$msg" || fail "the pod is not named: $msg"
+! grep -q "InitGoogleLogging\|socket.cpp" <<<"$msg" || fail "library noise in the run's message: $msg"
+cond=$(kc get bj "$BAD" -o jsonpath='{.status.conditions[?(@.type=="Failed")].message}')
+[ "$cond" = "run 0 failed after 0 restarts: $msg" ] || fail "Failed condition: $cond"
+event=$(kc get events --field-selector "involvedObject.name=$BAD,reason=RunFailed" -o jsonpath='{.items[0].message}')
+[ "$event" = "run 0 failed: $msg" ] || fail "RunFailed event: $event"
+grep -q "InitGoogleLogging" "$WORK"/sim/pods/*"$BAD"-r0-a0-trainer-0*/trainer.log ||
+  echo "note: this libtorch logged no glog notice (the message is checked all the same)"
+wait_for 30 no_pods_of "$BAD" || fail "pods left: $(kc get pods -o name)"
 echo "PASS pod_failure_e2e"
