@@ -55,8 +55,8 @@ TEST(DescribeModelMlp, DefaultShape) {
 // exactly the parameters of the model libtorch builds (same default shapes: RunConfig{}), so
 // that neither can change without the other.
 TEST(DescribeModelFlops, LayerListHasTheModelsParameters) {
-  for (const std::string& model : {"mlp", "resnet18", "resnet50", "resnet101", "resnext50_32x4d", "resnext101_32x8d",
-                                   "bert-base", "gpt2-small", "mlstm", "hybrid-embedding"}) {
+  for (const char* model : {"mlp", "resnet18", "resnet50", "resnet101", "resnext50_32x4d", "resnext101_32x8d",
+                            "bert-base", "gpt2-small", "mlstm", "hybrid-embedding"}) {
     trainbench::RunConfig config;
     config.model = model;
     const auto layers = trainbench::model_layers(config);
