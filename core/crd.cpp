@@ -204,7 +204,9 @@ json verdict_schema(const BenchmarkSpec& b) {
       {"stragglerThreshold",
        positive_number("Ranks whose straggler score (fastest rank's compute per step / theirs) is below this are "
                        "named stragglers, in (0, 1].",
-                       b.straggler_threshold, 1)}};
+                       b.straggler_threshold, 1)},
+      {"peakTFLOPS", positive_number("Peak TFLOP/s per device that MFU is measured against; unset: the GPU table, "
+                                     "or on CPU a GEMM measured in the run.")}};
 }
 
 json benchmark_schema() {

@@ -9,6 +9,7 @@
 #include "core/allreduce_run.hpp"
 #include "core/hybrid_ps_report.hpp"
 #include "core/json_fields.hpp"
+#include "core/mfu.hpp"
 #include "core/rank_summary.hpp"
 #include "core/spec_error.hpp"
 
@@ -119,6 +120,7 @@ RunReport summarize_run(const RunConfig& cfg, const RunResult& result) {
     summarize_allreduce_run(cfg, result, run);
   } else {
     run.noise = measure_noise(cfg, result, run.repeats);
+    run.mfu = summarize_mfu(cfg, result, run.examples_per_sec.p50);
   }
   if (has_parameter_servers(cfg.paradigm)) summarize_hybrid_ps_run(cfg, result, run);
   return run;
@@ -267,6 +269,7 @@ nlohmann::json to_json(const RunReport& run) {
     j["efficiency"] = run.efficiency ? nlohmann::json(*run.efficiency) : nlohmann::json(nullptr);
     if (run.below_target) j["belowTarget"] = *run.below_target;
     if (run.noise) j["noise"] = to_json(*run.noise);
+    if (run.mfu) j["mfu"] = to_json(*run.mfu);
     j["parameterCount"] = run.parameter_count;
     j["ddpBucketCount"] = run.ddp_bucket_count;
     j["maxPeakMemoryBytes"] = run.max_peak_memory_bytes;
@@ -339,6 +342,7 @@ RunReport run_report_from_json(const nlohmann::json& rj, const std::string& p) {
     if (jf::has(rj, "efficiency")) run.efficiency = jf::get_number(rj, "efficiency", p);
     if (jf::has(rj, "belowTarget")) run.below_target = jf::get_bool(rj, "belowTarget", p);
     if (jf::has(rj, "noise")) run.noise = noise_report_from_json(rj["noise"], p + ".noise");
+    if (jf::has(rj, "mfu")) run.mfu = mfu_summary_from_json(rj["mfu"], p + ".mfu");
     run.parameter_count = jf::get_int(rj, "parameterCount", p);
     run.ddp_bucket_count = jf::get_int32(rj, "ddpBucketCount", p);
     run.max_peak_memory_bytes = jf::get_int(rj, "maxPeakMemoryBytes", p);

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/mfu.hpp"
 #include "core/noise.hpp"
 #include "core/run_config.hpp"
 #include "core/run_result.hpp"
@@ -100,6 +101,9 @@ struct RunReport {
   /// How much the run's timings moved and the verdict (core/noise.hpp); absent for failed and
   /// all-reduce runs and in reports written before it existed.
   std::optional<NoiseReport> noise;
+  /// Training FLOPs per example, achieved TFLOP/s per device, the peak and MFU (core/mfu.hpp);
+  /// absent for failed and all-reduce runs and in older reports. "mfu".
+  std::optional<MfuSummary> mfu;
   std::int64_t parameter_count = 0;
   int ddp_bucket_count = 0;
   std::int64_t max_peak_memory_bytes = 0;

@@ -242,6 +242,17 @@ void loss_block(std::ostringstream& os, const std::vector<const RunReport*>& run
   }
 }
 
+/// Achieved FLOP/s and MFU of every succeeded run that has them (core/mfu.hpp).
+void mfu_block(std::ostringstream& os, const std::vector<const RunReport*>& runs, std::size_t w) {
+  const bool any = std::any_of(runs.begin(), runs.end(), [](const RunReport* r) { return r->mfu.has_value(); });
+  if (!any) return;
+  os << "\nModel FLOPs utilization (training FLOPs = 3 x forward, 2 per multiply-add of the linear,\n"
+        "convolution and attention layers; TFLOP/s per device = FLOPs x p50 ex/sec / devices; MFU = that / peak):\n\n";
+  for (const auto* r : runs) {
+    if (r->phase == "Succeeded" && r->mfu) os << pad_left(row_name(*r), w) << "  " << format_mfu(*r->mfu) << "\n";
+  }
+}
+
 /// One line of the diff's settings table: name, baseline value, test value.
 struct SettingRow {
   std::string name;
@@ -367,6 +378,7 @@ std::string format_report(const Report& report) {
   speedup_note(os, report);
   os << notes.text();
   loss_block(os, runs, w);
+  mfu_block(os, runs, w);
   paradigm_table(os, runs);
   per_rank_block(os, runs, w);
   os << format_hybrid_ps_runs(report);

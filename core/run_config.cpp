@@ -98,6 +98,7 @@ nlohmann::json to_json(const RunConfig& c) {
   };
   if (c.parameter_servers_own_pods) j["parameterServersOwnPods"] = true;
   if (c.hang_timeout_seconds > 0) j["hangTimeoutSeconds"] = c.hang_timeout_seconds;
+  if (c.peak_tflops) j["peakTFLOPS"] = *c.peak_tflops;
   if (c.test.any()) j["testOptions"] = to_json(c.test);
   return j;
 }
@@ -162,6 +163,7 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
   if (jf::has(j, "hangTimeoutSeconds")) c.hang_timeout_seconds = jf::get_int32(j, "hangTimeoutSeconds", p);
   if (jf::has(j, "testOptions")) c.test = run_test_options_from_json(jf::get_object(j, "testOptions", p));
   if (jf::has(j, "stragglerThreshold")) c.straggler_threshold = jf::get_number(j, "stragglerThreshold", p);
+  if (jf::has(j, "peakTFLOPS")) c.peak_tflops = jf::get_number(j, "peakTFLOPS", p);
   if (has_parameter_servers(c.paradigm) &&
       (c.parameter_servers < kMinParameterServers || c.parameter_servers > kMaxParameterServers)) {
     throw std::runtime_error("parameterServers: paradigm hybrid-ps needs " + std::to_string(kMinParameterServers) +
@@ -196,6 +198,7 @@ std::vector<RunConfig> plan_runs(const BenchmarkJob& job, int cores, ServerPlace
     c.seed = b.seed;
     c.learning_rate = b.learning_rate;
     c.straggler_threshold = b.straggler_threshold;
+    c.peak_tflops = b.peak_tflops;
     if (has_parameter_servers(c.paradigm))
       c.parameter_servers = e.parameter_servers.value_or(b.hybrid_ps.parameter_servers);
     c.parameter_servers_own_pods = c.parameter_servers > 0 && servers == ServerPlacement::OwnPods;

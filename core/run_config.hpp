@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,8 @@ struct RunConfig {
   bool parameter_servers_own_pods = false;
   /// spec.benchmark.stragglerThreshold ("stragglerThreshold"; 0.7 when absent).
   double straggler_threshold = 0.7;
+  /// spec.benchmark.peakTFLOPS ("peakTFLOPS", written only when set).
+  std::optional<double> peak_tflops;
   RunTestOptions test;  ///< tests only ("testOptions", written only when set)
 
   /// The trainers (devices): examples/sec and speedup count these.

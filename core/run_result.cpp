@@ -170,6 +170,7 @@ nlohmann::json to_json(const RunResult& r) {
   out["blockCount"] = r.block_count;
   out["stageStarts"] = r.stage_starts;
   if (r.allreduce) out["allreduce"] = to_json(*r.allreduce);
+  if (r.peak_gemm) out["peakGemm"] = to_json(*r.peak_gemm);
   if (!r.servers.empty()) {
     nlohmann::json servers = nlohmann::json::array();
     for (const auto& s : r.servers) servers.push_back(to_json(s));
@@ -193,6 +194,7 @@ RunResult run_result_from_json(const nlohmann::json& j) {
   if (r.block_count < 0) throw std::runtime_error("blockCount: must be >= 0, got " + std::to_string(r.block_count));
   if (jf::has(j, "stageStarts")) r.stage_starts = jf::get_int32_list(j, "stageStarts", "");
   if (jf::has(j, "allreduce")) r.allreduce = allreduce_run_info_from_json(j["allreduce"], "allreduce");
+  if (jf::has(j, "peakGemm")) r.peak_gemm = measured_gemm_from_json(j["peakGemm"], "peakGemm");
   r.environment = environment_from_json(jf::get_object(j, "environment", ""));
   const auto& ranks = jf::get_array(j, "ranks", "");
   for (std::size_t i = 0; i < ranks.size(); ++i) {

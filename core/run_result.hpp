@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/allreduce.hpp"
+#include "core/peak_flops.hpp"
 
 namespace trainbench {
 
@@ -94,6 +95,9 @@ struct RunResult {
   EnvironmentInfo environment;
   std::vector<RankResult> ranks;  ///< ordered by rank (hybrid-ps: the trainers)
   std::vector<ServerResult> servers;  ///< hybrid-ps: its parameter servers by index ("servers", absent when empty)
+  /// CPU runs: rank 0's GEMM of the model's dominant shape, timed at the run's start, the peak
+  /// MFU is measured against (core/peak_flops.hpp). "peakGemm"; absent on GPU and in older results.
+  std::optional<MeasuredGemm> peak_gemm;
 };
 
 nlohmann::json to_json(const EnvironmentInfo& e);

@@ -108,6 +108,9 @@ struct BenchmarkSpec {
   double efficiency_target = 0.8;    ///< runs below this scaling efficiency are flagged, in (0, 1]
   /// a run whose repeats' p50 sec/iter spread ((max - min) / median) exceeds this % is noisy
   double noise_threshold_percent = 10;
+  /// Peak TFLOP/s per device that MFU is measured against, instead of the GPU table or the CPU's
+  /// measured GEMM (core/peak_flops.hpp); unset: those. > 0.
+  std::optional<double> peak_tflops;
 };
 
 /// One cluster shape of the sweep; optional fields override spec.benchmark.

@@ -91,6 +91,7 @@ void benchmark_bounds(std::vector<FieldBound>& t) {
                      positive(b + "stragglerThreshold", 1),
                      positive(b + "efficiencyTarget", kMaxEfficiencyTarget),
                      positive(b + "noiseThresholdPercent"),
+                     positive(b + "peakTFLOPS"),
                      range(b + "threadsPerProcess", kThreadsPerProcess),
                      range(b + "imageSize", kImageSize),
                      range(b + "mlp.inputSize", kInputSize),

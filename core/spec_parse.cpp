@@ -424,7 +424,8 @@ void read_benchmark(Reader& r, const YAML::Node& n, BenchmarkSpec& b) {
                  "hybridPs",
                  "stragglerThreshold",
                  "efficiencyTarget",
-                 "noiseThresholdPercent"}))
+                 "noiseThresholdPercent",
+                 "peakTFLOPS"}))
     return;
   r.read_string(n, "model", path, b.model);
   r.read_enum(n, "paradigm", path, b.paradigm);
@@ -445,6 +446,7 @@ void read_benchmark(Reader& r, const YAML::Node& n, BenchmarkSpec& b) {
   r.read_double(n, "stragglerThreshold", path, b.straggler_threshold);
   r.read_double(n, "efficiencyTarget", path, b.efficiency_target);
   r.read_double(n, "noiseThresholdPercent", path, b.noise_threshold_percent);
+  if (double peak = 0; r.read_double(n, "peakTFLOPS", path, peak)) b.peak_tflops = peak;
   r.read_int(n, "threadsPerProcess", path, b.threads_per_process);
   r.read_int(n, "imageSize", path, b.image_size);
   if (n["mlp"].IsDefined() && !n["mlp"].IsNull()) read_mlp(r, n["mlp"], path + ".mlp", b.mlp);

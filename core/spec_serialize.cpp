@@ -38,6 +38,7 @@ json benchmark_json(const BenchmarkSpec& b) {
       {"hybridEmbedding", to_json(b.hybrid_embedding)},
   };
   if (b.optimizer) benchmark["optimizer"] = to_string(*b.optimizer);
+  if (b.peak_tflops) benchmark["peakTFLOPS"] = *b.peak_tflops;
   benchmark["allreduce"] = to_json(b.allreduce);
   benchmark["hybridPs"] = {{"parameterServers", b.hybrid_ps.parameter_servers}};
   if (b.model.empty()) benchmark.erase("model");  // allowed when every run is allreduce

@@ -343,6 +343,7 @@ void check_benchmark(Checker& c, const BenchmarkJob& job) {
     c.add(bp + ".efficiencyTarget", "must be <= 1 (a scaling efficiency), got " + fmt_number(b.efficiency_target));
   }
   c.positive(bp + ".noiseThresholdPercent", b.noise_threshold_percent);
+  if (b.peak_tflops) c.positive(bp + ".peakTFLOPS", *b.peak_tflops);
   c.in_range(bp + ".threadsPerProcess", b.threads_per_process, kThreadsPerProcess);
   c.in_range(bp + ".imageSize", b.image_size, kImageSize);
   c.in_range(bp + ".mlp.inputSize", b.mlp.input_size, kInputSize);

@@ -92,6 +92,10 @@ struct WorkerMetrics::Impl {
   Gauge* gpu_peak = nullptr;
   Gauge* gpu_utilization = nullptr;
   Gauge* gpu_memory_used = nullptr;
+  Gauge* achieved_flops = nullptr;  ///< set_model_flops registers these
+  Gauge* flops_utilization = nullptr;
+  double flops_per_example = 0;
+  double peak_flops = 0;
 
   std::mutex mutex;  ///< guards `last` (counters grow by the difference of two samples)
   ProcSample last;
@@ -196,8 +200,29 @@ void WorkerMetrics::observe_step(double step_seconds, double communication_secon
   r.communication_seconds->Observe(communication_seconds);
   r.examples->Increment(static_cast<double>(examples));
   if (step_seconds > 0) r.examples_per_second->Set(static_cast<double>(examples) / step_seconds);
+  if (step_seconds > 0 && r.achieved_flops != nullptr) {
+    const double achieved = r.flops_per_example * static_cast<double>(examples) / step_seconds;
+    r.achieved_flops->Set(achieved);
+    if (r.flops_utilization != nullptr) r.flops_utilization->Set(achieved / r.peak_flops);
+  }
   r.communication_seconds_total->Increment(communication_seconds);
   r.compute_seconds_total->Increment(step_seconds > communication_seconds ? step_seconds - communication_seconds : 0.0);
+}
+
+void WorkerMetrics::set_model_flops(double flops_per_example, std::optional<double> peak_flops) {
+  Impl& r = *impl_;
+  if (flops_per_example <= 0 || r.achieved_flops != nullptr) return;
+  r.flops_per_example = flops_per_example;
+  r.achieved_flops = &r.add(prometheus::BuildGauge(), "trainbench_achieved_flops",
+                            "Model FLOP/s of this rank over its last measured step: training FLOPs per example (3 x "
+                            "forward, 2 per multiply-add) x examples / step time.")
+                          .Add(r.labels);
+  if (!peak_flops || *peak_flops <= 0) return;
+  r.peak_flops = *peak_flops;
+  r.flops_utilization = &r.add(prometheus::BuildGauge(), "trainbench_model_flops_utilization_ratio",
+                               "Model FLOPs utilization: trainbench_achieved_flops / the device's peak FLOP/s for the "
+                               "run's precision (datasheet, spec.benchmark.peakTFLOPS or a GEMM measured on CPU).")
+                             .Add(r.labels);
 }
 
 void WorkerMetrics::refresh_process() {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace trainbench::worker {
@@ -52,6 +53,10 @@ class WorkerMetrics {
   /// all-reduced. `measured`: false for warm-up steps (counted as progress only).
   void observe_step(double step_seconds, double communication_seconds, std::int64_t examples,
                     std::int64_t allreduce_bytes, bool measured);
+  /// The model's training FLOPs per example on this rank and the device's peak FLOP/s (nullopt:
+  /// unknown): from then on each measured step sets trainbench_achieved_flops and
+  /// trainbench_model_flops_utilization_ratio (core/mfu.hpp). Nothing for flops <= 0.
+  void set_model_flops(double flops_per_example, std::optional<double> peak_flops);
   /// Host memory (RSS now and peak), CPU time and network bytes of this process, read from
   /// /proc; call once per step (cheap) or from a timer.
   void refresh_process();

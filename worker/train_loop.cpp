@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/mfu.hpp"
 #include "core/run_result.hpp"
 #include "core/version.hpp"
 #include "worker/environment_info.hpp"
@@ -21,6 +22,7 @@
 #include "worker/metrics.hpp"
 #include "worker/output_files.hpp"
 #include "worker/paradigms.hpp"
+#include "worker/peak_gemm.hpp"
 #include "worker/rank_context.hpp"
 #include "worker/rank_record.hpp"
 #include "worker/step.hpp"
@@ -185,10 +187,16 @@ void check_loss_is_finite(double loss, std::int64_t step_number) {
 /// The rank's /metrics (with the GPU's utilization where there is one), fed after every step.
 class LoopMetrics {
  public:
-  LoopMetrics(const RankContext& rank, const Step& step) : rank_(rank) {
+  LoopMetrics(const RankContext& rank, const Step& step, const std::optional<MeasuredGemm>& gemm) : rank_(rank) {
     const std::optional<Role> role = step.metrics_role();
     if (!role) return;
     metrics_ = serve_worker_metrics(rank.env, rank.config, rank.options, *role, rank.config.world_size());
+    if (metrics_ && *role == Role::kTrainer) {
+      const std::string device_name = rank.device.is_cuda() ? compat::cuda_device_name(rank.device.index()) : "";
+      const std::optional<Peak> peak = resolve_peak(rank.config, device_name, gemm);
+      metrics_->set_model_flops(rank_flops_per_example(rank.config),
+                                peak ? std::optional<double>(peak->tflops * 1e12) : std::nullopt);
+    }
     allreduce_bytes_ = step.allreduce_bytes_per_step();
     if (metrics_ && rank.device.is_cuda()) {
       std::string why;
@@ -313,8 +321,9 @@ std::vector<RankRecord> gather_records(RankContext& rank, const RankRecord& mine
 void run_rank(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   const StepFactory make_step = step_factory(env, c, o);  // validates the config for its paradigm
   RankContext rank(env, c, o);
+  const std::optional<MeasuredGemm> peak_gemm = measure_peak_gemm(c);  // every process at once
   const std::unique_ptr<Step> step = make_step(rank);
-  LoopMetrics metrics(rank, *step);
+  LoopMetrics metrics(rank, *step, peak_gemm);
   RankRecord record = run_loop(*step, rank, metrics);
   rank.progress().enter(ProgressPhase::kGather);
   step->finish(record);
@@ -334,6 +343,7 @@ void run_rank(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   result.world_size = c.world_size();
   result.environment = environment_info(c, rank.device);
   step->describe(result);
+  result.peak_gemm = peak_gemm;
   add_records(result, records, c.world_size());
   hand_over_result(to_json(result).dump(2) + "\n", rank.store(), o.result_file);
   metrics.linger();

@@ -5,6 +5,7 @@
 
 #include <ostream>
 
+#include "core/model_flops.hpp"
 #include "worker_launcher.hpp"
 
 namespace {
@@ -48,6 +49,20 @@ TEST(DescribeModelMlp, DefaultShape) {
   const std::int64_t expected = 1024LL * 4096 + 4096 + 4096LL * 4096 + 4096 + 4096LL * 1000 + 1000;
   EXPECT_EQ(j.at("parameters").get<std::int64_t>(), expected);
   EXPECT_EQ(j.at("buffers").get<std::int64_t>(), 0);
+}
+
+// The FLOP counts come from core's layer list of each model (core/model_flops.hpp): it must hold
+// exactly the parameters of the model libtorch builds (same default shapes: RunConfig{}), so
+// that neither can change without the other.
+TEST(DescribeModelFlops, LayerListHasTheModelsParameters) {
+  for (const char* model : {"mlp", "resnet18", "resnet50", "resnet101", "resnext50_32x4d", "resnext101_32x8d",
+                            "bert-base", "gpt2-small", "mlstm", "hybrid-embedding"}) {
+    trainbench::RunConfig config;
+    config.model = model;
+    const auto layers = trainbench::model_layers(config);
+    ASSERT_FALSE(layers.empty()) << model;
+    EXPECT_EQ(trainbench::total_parameters(layers), describe(model).at("parameters").get<std::int64_t>()) << model;
+  }
 }
 
 TEST(DescribeModelMlp, UnknownModelIsAConfigError) {

@@ -75,3 +75,21 @@ TEST(WorkerMetrics, BusyPortIsAClearError) {
     EXPECT_NE(std::string(e.what()).find(taken), std::string::npos) << e.what();
   }
 }
+
+TEST(WorkerMetrics, AchievedFlopsAndUtilization) {
+  auto m = WorkerMetrics::serve("127.0.0.1:0", labels(), BuildInfo{});
+  m->observe_step(0.2, 0, 16, 0, true);
+  EXPECT_EQ(scrape(m->port()).find("trainbench_achieved_flops"), std::string::npos) << "none before set_model_flops";
+  m->set_model_flops(1.5e8, 1e11);  // 150 MFLOP per example, a 100 GFLOP/s peak
+  m->observe_step(0.25, 0, 16, 0, true);
+  std::string text = scrape(m->port());
+  EXPECT_NEAR(value(text, "trainbench_achieved_flops"), 1.5e8 * 16 / 0.25, 1);
+  EXPECT_NEAR(value(text, "trainbench_model_flops_utilization_ratio"), 1.5e8 * 16 / 0.25 / 1e11, 1e-9);
+  // No peak known: FLOP/s only.
+  auto n = WorkerMetrics::serve("127.0.0.1:0", labels(), BuildInfo{});
+  n->set_model_flops(1.5e8, std::nullopt);
+  n->observe_step(0.25, 0, 16, 0, true);
+  text = scrape(n->port());
+  EXPECT_GT(value(text, "trainbench_achieved_flops"), 0);
+  EXPECT_EQ(text.find("trainbench_model_flops_utilization_ratio"), std::string::npos) << text;
+}
