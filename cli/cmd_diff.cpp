@@ -3,10 +3,9 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "cli/diff_output.hpp"
 #include "cli/regression_check.hpp"
-#include "core/compare.hpp"
 #include "core/report.hpp"
-#include "core/report_format.hpp"
 
 namespace trainbench::cli {
 
@@ -64,13 +63,7 @@ int cmd_diff(const std::vector<std::string>& args) {
   }
   const auto reports = load_both(a.positional);
   if (!reports) return kExitUsage;
-  std::cout << format_diff(reports->first, reports->second);
-  if (!threshold) {
-    std::cout.flush();
-    return kExitOk;
-  }
-  std::cout << "\n";
-  return report_regression(compare_reports(reports->first, reports->second), *threshold, std::cout);
+  return print_diff(reports->first, reports->second, threshold, std::cout);
 }
 
 }  // namespace trainbench::cli

@@ -17,6 +17,8 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "cli/diff_output.hpp"
+#include "cli/file_output.hpp"
 #include "cli/interrupt.hpp"
 #include "cli/local_executor.hpp"
 #include "cli/progress.hpp"
@@ -89,22 +91,6 @@ std::string check_writable(const std::string& path) {
   }
   std::remove(probe.c_str());
   return "";
-}
-
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
-    f << text;
-    f.flush();
-    if (!f) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
-  }
 }
 
 std::string make_temp_base(const std::string& job_name) {
@@ -250,8 +236,8 @@ int compare_with_baseline(const RunRequest& req, const BenchmarkJob& job, const 
                           const Report& report) {
   const double threshold = req.fail_threshold.value_or(job.baseline ? job.baseline->regression_threshold_percent
                                                                     : kDefaultRegressionThresholdPercent);
-  std::cout << "\nCompared with the baseline " << req.baseline_file << ":\n\n" << format_diff(baseline, report) << "\n";
-  return report_regression(compare_reports(baseline, report), threshold, std::cout);
+  std::cout << "\nCompared with the baseline " << req.baseline_file << ":\n\n";
+  return print_diff(baseline, report, threshold, std::cout);
 }
 
 /// Prints the report (and writes --json), then the comparison with --baseline; the exit code of

@@ -17,6 +17,7 @@ inline constexpr int kExitRegression = 4;
 
 extern const char* const kRunUsage;
 extern const char* const kDiffUsage;
+extern const char* const kReportUsage;
 extern const char* const kValidateUsage;
 extern const char* const kCrdUsage;
 extern const char* const kNodeLaunchUsage;
@@ -25,6 +26,7 @@ extern const char* const kNodeLaunchUsage;
 /// std::exception (exit 1), which main reports.
 int cmd_run(const std::vector<std::string>& args);
 int cmd_diff(const std::vector<std::string>& args);
+int cmd_report(const std::vector<std::string>& args);
 int cmd_validate(const std::vector<std::string>& args);
 int cmd_crd(const std::vector<std::string>& args);
 int cmd_node_launch(const std::vector<std::string>& args);

@@ -20,6 +20,8 @@ constexpr const char* kUsage =
     "                 run every sweep entry of a BenchmarkJob locally and print the report\n"
     "  diff BASE.json TEST.json [--fail-on-regression PCT]\n"
     "                 compare two JSON reports (p75/p95 sec/iter, ex/sec, % change, verdicts)\n"
+    "  report REPORT.json [--plot OUT.svg]\n"
+    "                 print a saved JSON report as `run` does; --plot writes the scaling plot\n"
     "  validate JOB.yaml...\n"
     "                 check BenchmarkJob files without running anything\n"
     "  crd [--output yaml|json]\n"
@@ -35,6 +37,7 @@ constexpr const char* kUsage =
 const char* usage_of(const std::string& command) {
   if (command == "run") return trainbench::cli::kRunUsage;
   if (command == "diff") return trainbench::cli::kDiffUsage;
+  if (command == "report") return trainbench::cli::kReportUsage;
   if (command == "validate") return trainbench::cli::kValidateUsage;
   if (command == "crd") return trainbench::cli::kCrdUsage;
   if (command == "node-launch") return trainbench::cli::kNodeLaunchUsage;
@@ -70,6 +73,7 @@ int dispatch(const std::vector<std::string>& words) {
   }
   if (command == "run") return cmd_run(rest);
   if (command == "diff") return cmd_diff(rest);
+  if (command == "report") return cmd_report(rest);
   if (command == "validate") return cmd_validate(rest);
   if (command == "crd") return cmd_crd(rest);
   if (command == "node-launch") return cmd_node_launch(rest);

@@ -140,7 +140,12 @@ json transformer_schema() {
        {"heads", knob("Attention heads", t.heads)},
        {"intermediate", knob("Feed-forward inner size", t.intermediate)},
        {"vocabSize", knob("Vocabulary size", t.vocab_size)},
-       {"maxPositions", knob("Position embeddings (>= sequenceLength)", t.max_positions)}});
+       {"maxPositions", knob("Position embeddings (>= sequenceLength)", t.max_positions)},
+       {"attention", enum_t(allowed_texts<Attention>(),
+                            "auto: the fused kernel (at::scaled_dot_product_attention) where libtorch has it (2.x), "
+                            "else eager; eager: matmul, softmax, matmul; fused: the fused kernel, an error on "
+                            "libtorch 1.x.",
+                            to_string(t.attention))}});
 }
 
 json mlstm_schema() {

@@ -62,8 +62,13 @@ int model_block_count(const BenchmarkSpec& b) {
 }
 
 nlohmann::json to_json(const TransformerSpec& t) {
-  return {{"layers", t.layers},         {"hidden", t.hidden},       {"heads", t.heads},
-          {"intermediate", t.intermediate}, {"vocabSize", t.vocab_size}, {"maxPositions", t.max_positions}};
+  return {{"layers", t.layers},
+          {"hidden", t.hidden},
+          {"heads", t.heads},
+          {"intermediate", t.intermediate},
+          {"vocabSize", t.vocab_size},
+          {"maxPositions", t.max_positions},
+          {"attention", to_string(t.attention)}};
 }
 
 nlohmann::json to_json(const MlstmSpec& m) {
@@ -90,6 +95,8 @@ TransformerSpec transformer_spec_from_json(const nlohmann::json& j, const std::s
   t.intermediate = get_int32(j, "intermediate", path);
   t.vocab_size = get_int32(j, "vocabSize", path);
   t.max_positions = get_int32(j, "maxPositions", path);
+  // Absent in reports of workers before the switch: they computed attention eagerly.
+  t.attention = jf::has(j, "attention") ? jf::get_enum<Attention>(j, "attention", path) : Attention::kEager;
   return t;
 }
 

@@ -163,6 +163,7 @@ void environment_header(std::ostringstream& os, const EnvironmentInfo& e) {
   os << "* Threads per process: " << e.threads_per_process << "\n";
   if (e.cpu_cores) os << "* CPU cores usable: " << *e.cpu_cores << "\n";
   os << "* BLAS: " << (e.blas.empty() ? "unknown" : e.blas) << "\n";
+  if (!e.attention.empty()) os << "* Attention: " << e.attention << "\n";
   if (!e.hostname.empty()) os << "* Host: " << e.hostname << "\n";
   os << "\n";
 }
@@ -269,7 +270,8 @@ std::vector<SettingRow> setting_rows(const Report& base, const Report& test) {
   };
   const EnvironmentInfo& be = base.environment;
   const EnvironmentInfo& te = test.environment;
-  return {
+  std::vector<SettingRow> rows = {
+      {"attention", be.attention, te.attention},
       {"backend", be.backend, te.backend},
       {"batch_size_per_device", std::to_string(base.batch_size_per_device), std::to_string(test.batch_size_per_device)},
       {"blas", be.blas, te.blas},
@@ -285,6 +287,8 @@ std::vector<SettingRow> setting_rows(const Report& base, const Report& test) {
       {"threads_per_process", std::to_string(be.threads_per_process), std::to_string(te.threads_per_process)},
       {"trainbench_version", be.trainbench_version, te.trainbench_version},
   };
+  if (be.attention.empty() && te.attention.empty()) rows.erase(rows.begin());  // not a transformer
+  return rows;
 }
 
 /// The settings side by side ("name:  baseline vs test"), "-" for an empty value.

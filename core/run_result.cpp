@@ -21,6 +21,7 @@ nlohmann::json to_json(const EnvironmentInfo& e) {
       {"threadsPerProcess", e.threads_per_process},
   };
   if (e.cpu_cores) j["cpuCores"] = *e.cpu_cores;
+  if (!e.attention.empty()) j["attention"] = e.attention;
   return j;
 }
 
@@ -38,6 +39,7 @@ EnvironmentInfo environment_from_json(const nlohmann::json& j) {
   e.hostname = jf::get_string(j, "hostname", p);
   e.threads_per_process = jf::get_int32(j, "threadsPerProcess", p);
   if (jf::has(j, "cpuCores")) e.cpu_cores = jf::get_int32(j, "cpuCores", p);
+  if (jf::has(j, "attention")) e.attention = jf::get_string(j, "attention", p);
   return e;
 }
 

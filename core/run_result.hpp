@@ -26,6 +26,9 @@ struct EnvironmentInfo {
   /// CPUs this process may run on: its affinity mask, capped by a cgroup CPU quota (a pod's
   /// CPU limit). "cpuCores"; absent in results of older workers.
   std::optional<int> cpu_cores;
+  /// How bert-base / gpt2-small computed attention: "eager" or "fused" (spec's auto resolved
+  /// against this libtorch); empty for the other models. "attention"; absent in older results.
+  std::string attention;
 };
 
 /// One rank's measurements. step_seconds[r][s] = duration of measured step s in repeat r.

@@ -45,6 +45,7 @@ struct TransformerSpec {
   int intermediate = 0;
   int vocab_size = 0;
   int max_positions = 0;
+  Attention attention = Attention::kAuto;  ///< "attention"
 };
 
 /// The multiplicative LSTM of the sentiment-discovery scaling note (byte-level, vocab 256).

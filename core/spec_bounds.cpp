@@ -100,6 +100,7 @@ void benchmark_bounds(std::vector<FieldBound>& t) {
                      positive(b + "ddp.bucketCapMB"),
                      one_of(b + "ddp.gradientCompression", known_compressions()),
                      one_of(b + "optimizer", known_optimizers()),
+                     one_of(b + "transformer.attention", allowed_texts<Attention>()),
                      range(b + "pipeline.microBatches", kMicroBatches),
                      items(b + "pipeline.boundaries", kMaxBoundaries),
                      range(b + "pipeline.boundaries[]", kBoundary),

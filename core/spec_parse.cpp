@@ -354,13 +354,14 @@ void read_model_sizes(Reader& r, const YAML::Node& n, const std::string& path, B
   const YAML::Node t = n["transformer"];
   const std::string tp = path + ".transformer";
   if (t.IsDefined() && !t.IsNull() &&
-      r.object(t, tp, {"layers", "hidden", "heads", "intermediate", "vocabSize", "maxPositions"})) {
+      r.object(t, tp, {"layers", "hidden", "heads", "intermediate", "vocabSize", "maxPositions", "attention"})) {
     r.read_int(t, "layers", tp, b.transformer.layers);
     r.read_int(t, "hidden", tp, b.transformer.hidden);
     r.read_int(t, "heads", tp, b.transformer.heads);
     r.read_int(t, "intermediate", tp, b.transformer.intermediate);
     r.read_int(t, "vocabSize", tp, b.transformer.vocab_size);
     r.read_int(t, "maxPositions", tp, b.transformer.max_positions);
+    r.read_enum(t, "attention", tp, b.transformer.attention);
   }
   const YAML::Node m = n["mlstm"];
   const std::string mp = path + ".mlstm";

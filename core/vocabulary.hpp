@@ -110,6 +110,17 @@ struct Spellings<GradientCompression> {
                                                                        {GradientCompression::kBf16, "bf16"}}};
 };
 
+/// spec.benchmark.transformer.attention: how bert-base and gpt2-small compute attention.
+/// auto: the fused kernel where libtorch has it (2.x: at::scaled_dot_product_attention, flash /
+/// memory-efficient on CUDA), else eager; eager: matmul, softmax, matmul (libtorch 1.13's only
+/// path; kept for comparisons); fused: the fused kernel, an error where libtorch lacks it.
+enum class Attention { kAuto, kEager, kFused };
+template <>
+struct Spellings<Attention> {
+  static constexpr std::array<Spelling<Attention>, 3> table{
+      {{Attention::kAuto, "auto"}, {Attention::kEager, "eager"}, {Attention::kFused, "fused"}}};
+};
+
 /// What a process of a run does (TRAINBENCH_ROLE, the pods' trainbench.dev/role label).
 enum class Role { kTrainer, kParameterServer };
 template <>
@@ -128,6 +139,7 @@ inline std::optional<Optimizer> parse_optimizer(std::string_view t) { return par
 inline std::optional<GradientCompression> parse_gradient_compression(std::string_view t) {
   return parse_enum<GradientCompression>(t);
 }
+inline std::optional<Attention> parse_attention(std::string_view t) { return parse_enum<Attention>(t); }
 inline std::optional<Role> parse_role(std::string_view t) { return parse_enum<Role>(t); }
 
 }  // namespace trainbench

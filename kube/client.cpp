@@ -50,6 +50,18 @@ void add_write_params(Params& q, const WriteOptions& o) {
 
 bool is_json_content_type(const std::string& ct) { return ct.find("json") != std::string::npos; }
 
+/// A stream whose status is not 200: the ApiError its body describes.
+void throw_unless_ok(HttpStream& stream, const std::string& what) {
+  if (stream.status() == 200) return;
+  std::string body;
+  try {
+    body = stream.read_all(64 * 1024);
+  } catch (const TransportError&) {
+    // The status alone still says what went wrong.
+  }
+  std::rethrow_exception(make_api_error(stream.status(), body, {}, what));
+}
+
 }  // namespace
 
 Client::Client(ClientConfig config) : transport_(std::make_shared<Transport>(std::move(config))) {}
@@ -310,20 +322,31 @@ std::unique_ptr<WatchStream> Client::watch(const ResourceType& type, const std::
   const auto idle = std::chrono::seconds(o.timeout_seconds > 0 ? o.timeout_seconds + 60 : 600);
   auto stream = transport_->open_stream(req, idle);
   const std::string what = "watch " + req.path;
-  if (stream->status() != 200) {
-    std::string body;
-    try {
-      body = stream->read_all(64 * 1024);
-    } catch (const TransportError&) {
-      // The status alone still says what went wrong.
-    }
-    std::rethrow_exception(make_api_error(stream->status(), body, {}, what));
-  }
+  throw_unless_ok(*stream, what);
   if (!is_json_content_type(stream->content_type())) {
     throw TransportError(TransportError::Kind::kProtocol,
                          what + ": expected a JSON stream, got Content-Type " + stream->content_type().substr(0, 100));
   }
   return std::make_unique<WatchStream>(std::move(stream), what, o.stop);
+}
+
+void Client::pod_log(const std::string& ns, const std::string& pod, const LogOptions& o,
+                     const std::function<void(const std::string& text)>& on_text) const {
+  HttpRequest req;
+  req.path = resources::pods().path(ns, pod, "log");
+  req.query = build_query({{"container", o.container}, {"follow", o.follow ? "true" : ""}});
+  req.stop = o.stop;
+  const std::string what = "GET " + req.path;
+  if (!o.follow) {
+    const HttpResponse resp = transport_->send(req);
+    if (resp.status != 200) std::rethrow_exception(make_api_error(resp.status, resp.body, resp.retry_after, what));
+    on_text(resp.body);
+    return;
+  }
+  auto stream = transport_->open_stream(req, o.idle_timeout);
+  throw_unless_ok(*stream, what);
+  std::string line;
+  while (stream->read_line(line)) on_text(line + "\n");
 }
 
 }  // namespace trainbench::kube

@@ -9,7 +9,9 @@
 // Thread safety: a Client is immutable after construction and safe to use from many threads
 // at once; share one (std::shared_ptr) per process so the rate limit is shared too.
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,6 +49,16 @@ struct DeleteOptions {
   std::string precondition_uid;
   std::string precondition_resource_version;
   bool dry_run = false;
+  StopToken stop;
+};
+
+/// pods/log (Client::pod_log).
+struct LogOptions {
+  std::string container;  ///< "": the pod's only container (the server refuses when it has several)
+  bool follow = false;    ///< stream until the container ends
+  /// follow: the connection counts as dead after this long without a byte (a quiet container
+  /// sends nothing, so it is long).
+  std::chrono::seconds idle_timeout{std::chrono::hours(24)};
   StopToken stop;
 };
 
@@ -110,6 +122,12 @@ class Client {
   /// Starts a watch (HTTP errors throw ApiError, e.g. GoneError when the resourceVersion is too old).
   std::unique_ptr<WatchStream> watch(const ResourceType& type, const std::string& ns,
                                      const WatchOptions& options = {}) const;
+
+  /// GET pods/NAME/log: `on_text` gets the log as it arrives, whole lines with their "\n" when
+  /// following, the whole log at once otherwise. Throws ApiError (404: no such pod; 400: e.g. the
+  /// container has not started) or TransportError.
+  void pod_log(const std::string& ns, const std::string& pod, const LogOptions& options,
+               const std::function<void(const std::string& text)>& on_text) const;
 
   /// Any request; returns the parsed JSON answer (null for an empty body). For discovery etc.
   nlohmann::json request(const std::string& method, const std::string& path, const std::string& query = "",

@@ -16,6 +16,8 @@ PKGS=(
   libboost-dev openssl             # kubesim (tests' API-server emulator): Boost.Beast + TLS
   libvalijson-dev                   # CRD openAPIV3Schema validation in tests
   libgtest-dev libgmock-dev
+  libxml2-dev                       # tests: the scaling plot's SVG read back by a real XML parser
+  chromium                          # tests/docs: the scaling plot rendered headless to PNG
   procps                            # pgrep/ps, used by the process-leak tests
   curl jq                           # the operator e2e tests: kubesim admin API, audit log
   prometheus                        # a real Prometheus (2.42) + promtool for the metrics e2e test

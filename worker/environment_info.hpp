@@ -5,9 +5,11 @@
 
 #include <torch/torch.h>
 
+#include "core/model_sizes.hpp"
 #include "core/run_config.hpp"
 #include "core/run_result.hpp"
 #include "core/version.hpp"
+#include "worker/models_lm.hpp"
 #include "worker/system_probe.hpp"
 #include "worker/torch_compat.hpp"
 
@@ -25,6 +27,7 @@ inline EnvironmentInfo environment_info(const RunConfig& c, const torch::Device&
   e.hostname = host_name();
   e.threads_per_process = c.threads_per_process;
   e.cpu_cores = usable_cpu_count();
+  if (is_transformer_model(c.model)) e.attention = to_string(resolve_attention(c.transformer.attention));
   return e;
 }
 

@@ -1,11 +1,13 @@
 #include "worker/models_lm.hpp"
 
 #include <ATen/ATen.h>
+#include <torch/version.h>
 
 #include <cmath>
 #include <cstdlib>
-#include <string>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "core/model_sizes.hpp"
@@ -25,6 +27,7 @@ constexpr double kDefaultDropout = 0.1;  // BERT's and GPT-2's hidden/attention 
 /// draw their masks from their own generators).
 struct LmShape : TransformerShape {
   double dropout = kDefaultDropout;
+  bool fused_attention = false;  ///< at::scaled_dot_product_attention rather than matmul-softmax-matmul
 };
 
 constexpr std::int64_t kIgnoreIndex = -100;
@@ -65,8 +68,8 @@ torch::Tensor layer_norm(nn::LayerNorm& ln, const torch::Tensor& x) {
 /// query/key/value Linear layers hold the same 3 x (h*h + h) parameters) and an output projection.
 class SelfAttention : public nn::Module {
  public:
-  SelfAttention(std::int64_t hidden, std::int64_t heads, bool causal, double dropout)
-      : heads_(heads), head_dim_(hidden / heads), causal_(causal), dropout_(dropout) {
+  SelfAttention(std::int64_t hidden, std::int64_t heads, bool causal, double dropout, bool fused)
+      : heads_(heads), head_dim_(hidden / heads), causal_(causal), fused_(fused), dropout_(dropout) {
     qkv_ = register_module("qkv", nn::Linear(hidden, 3 * hidden));
     out_ = register_module("out", nn::Linear(hidden, hidden));
   }
@@ -80,22 +83,40 @@ class SelfAttention : public nn::Module {
     torch::Tensor q = qkv[0];
     torch::Tensor k = qkv[1];
     torch::Tensor v = qkv[2];
+    torch::Tensor ctx = (fused_ ? fused(q, k, v) : eager(q, k, v)).transpose(1, 2).reshape({b, s, h});
+    return out_->forward(ctx);
+  }
+
+ private:
+  /// q, k, v [B, heads, S, d] -> [B, heads, S, d]: one fused kernel (flash or memory-efficient
+  /// attention on CUDA, a fused CPU kernel), the same maths as eager() with its default scale
+  /// 1/sqrt(d), the causal mask and the attention dropout.
+  torch::Tensor fused(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) const {
+#if TORCH_VERSION_MAJOR >= 2
+    return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, is_training() ? dropout_ : 0.0, causal_);
+#else
+    (void)q, (void)k, (void)v;
+    throw std::logic_error("fused attention on libtorch 1.x (resolve_attention refuses it)");
+#endif
+  }
+
+  torch::Tensor eager(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) const {
+    const std::int64_t s = q.size(2);
     torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(head_dim_)));
     if (causal_) {
-      torch::Tensor mask = torch::ones({s, s}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).triu(1);
+      torch::Tensor mask = torch::ones({s, s}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
       scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
     }
     // Softmax in fp32 (what autocast does on CUDA), back to the scores' dtype for the matmul.
     torch::Tensor probs = torch::softmax(scores, -1, torch::kFloat).to(scores.scalar_type());
     probs = F::dropout(probs, F::DropoutFuncOptions().p(dropout_).training(is_training()));
-    torch::Tensor ctx = torch::matmul(probs, v).transpose(1, 2).reshape({b, s, h});
-    return out_->forward(ctx);
+    return torch::matmul(probs, v);
   }
 
- private:
   std::int64_t heads_;
   std::int64_t head_dim_;
   bool causal_;
+  bool fused_;
   double dropout_;
   nn::Linear qkv_{nullptr}, out_{nullptr};
 };
@@ -104,7 +125,8 @@ class SelfAttention : public nn::Module {
 class TransformerLayer : public nn::Module {
  public:
   TransformerLayer(const LmShape& s, bool gpt2, double eps) : gpt2_(gpt2), dropout_(s.dropout) {
-    attn_ = register_module("attn", std::make_shared<SelfAttention>(s.hidden, s.heads, gpt2, s.dropout));
+    attn_ =
+        register_module("attn", std::make_shared<SelfAttention>(s.hidden, s.heads, gpt2, s.dropout, s.fused_attention));
     ln1_ = register_module("ln1", nn::LayerNorm(nn::LayerNormOptions({s.hidden}).eps(eps)));
     fc_in_ = register_module("fc_in", nn::Linear(s.hidden, s.intermediate));
     fc_out_ = register_module("fc_out", nn::Linear(s.intermediate, s.hidden));
@@ -135,6 +157,7 @@ LmShape checked_shape(const std::string& model, const RunConfig& c) {
   LmShape s;
   static_cast<TransformerShape&>(s) = resolve_transformer(model, c.transformer);
   if (c.test.no_dropout) s.dropout = 0;
+  s.fused_attention = resolve_attention(c.transformer.attention) == Attention::kFused;
   check_positive(model + ": transformer.layers", s.layers);
   check_positive(model + ": transformer.hidden", s.hidden);
   check_positive(model + ": transformer.heads", s.heads);
@@ -523,6 +546,17 @@ SyntheticBatch HybridEmbeddingModel::synthetic_batch(std::int64_t batch, at::Gen
                          at::TensorOptions().dtype(at::kLong));
   b.targets = at::randint(0, spec_.num_classes, {batch}, gen, at::TensorOptions().dtype(at::kLong));
   return b;
+}
+
+bool fused_attention_available() { return TORCH_VERSION_MAJOR >= 2; }
+
+Attention resolve_attention(Attention requested) {
+  if (requested == Attention::kEager) return Attention::kEager;
+  if (fused_attention_available()) return Attention::kFused;
+  if (requested == Attention::kAuto) return Attention::kEager;
+  throw ConfigError(
+      "spec.benchmark.transformer.attention: fused needs libtorch >= 2.0 "
+      "(at::scaled_dot_product_attention); this worker's libtorch is " TORCH_VERSION " (use auto or eager)");
 }
 
 std::shared_ptr<BenchModel> build_sequence_model(const std::string& name, const RunConfig& config) {

@@ -37,11 +37,16 @@ jobs=/tmp/gpu-jobs; mkdir -p $jobs
 # 1. bert-base / gpt2-small, C++ worker vs PyTorch eager (HF transformers), tokens/s.
 want lm && for model in bert-base gpt2-small; do
   for precision in amp-bf16 fp32 amp-fp16; do
-    name=$model-$precision
-    sed "s/MODEL/$model/; s/PRECISION/$precision/; s/name: lm-gpu/name: $name/" bench/gpu/jobs/lm-gpu.yaml >$jobs/$name.yaml
-    log "worker $name"
-    timeout 240 $tb run $jobs/$name.yaml --json "$OUT/$name.json" >"$OUT/$name.txt" 2>"$OUT/$name.err"; echo "rc=$?" >>"$OUT/$name.txt"
-    cat "$OUT/$name.txt" | tee -a "$OUT/summary.txt" | tail -3
+    # The worker with eager attention (today's figures) and with the fused kernel (libtorch 2.x:
+    # at::scaled_dot_product_attention), the counterparts of HF's eager and sdpa below.
+    for wattn in eager fused; do
+      name=$model-$precision-$wattn
+      sed "s/MODEL/$model/; s/PRECISION/$precision/; s/ATTENTION/$wattn/; s/name: lm-gpu/name: $name/" \
+        bench/gpu/jobs/lm-gpu.yaml >$jobs/$name.yaml
+      log "worker $name"
+      timeout 240 $tb run $jobs/$name.yaml --json "$OUT/$name.json" >"$OUT/$name.txt" 2>"$OUT/$name.err"; echo "rc=$?" >>"$OUT/$name.txt"
+      cat "$OUT/$name.txt" | tee -a "$OUT/summary.txt" | tail -3
+    done
     attns=eager; [ $precision = amp-bf16 ] && attns="eager sdpa"
     for attn in $attns; do
       log "pytorch $name attn=$attn"
@@ -54,7 +59,7 @@ done
 # 2. NVML gauges on /metrics while a run trains (one rank, port 9400).
 if want nvml; then
 log "nvml scrape"
-sed "s/MODEL/bert-base/; s/PRECISION/amp-bf16/; s/measureSteps: 50/measureSteps: 400/; s/name: lm-gpu/name: nvml/" \
+sed "s/MODEL/bert-base/; s/PRECISION/amp-bf16/; s/ATTENTION/auto/; s/measureSteps: 50/measureSteps: 400/; s/name: lm-gpu/name: nvml/" \
   bench/gpu/jobs/lm-gpu.yaml >$jobs/nvml.yaml
 TRAINBENCH_METRICS_PORT=9400 timeout 240 $tb run $jobs/nvml.yaml >"$OUT/nvml-run.txt" 2>&1 &
 run=$!

@@ -233,7 +233,7 @@ json reporter_role_binding(const JobContext& job) {
 }
 
 json master_pod(const JobContext& job, const RunConfig& run, int attempt) {
-  json c = {{"name", "master"},
+  json c = {{"name", kMasterContainer},
             {"command", json::array({"trainbench-worker", "--master"})},
             {"ports", json::array({{{"name", "store"}, {"containerPort", master_port(job)}}})},
             {"env", json::array({env_var("TRAINBENCH_RESULT_CONFIGMAP", result_configmap_name(job.name, run.index))})},
@@ -244,7 +244,7 @@ json master_pod(const JobContext& job, const RunConfig& run, int attempt) {
 
 json trainer_pod(const JobContext& job, const RunConfig& run, int attempt, int node) {
   const json tmpl = get_or(job.spec, "template", json::object());
-  json c = {{"name", "trainer"},
+  json c = {{"name", kTrainerContainer},
             {"command", json::array({"trainbench", "node-launch"})},
             {"env", json::array({env_var("TRAINBENCH_METRICS_PORT", std::to_string(kMetricsPort))})}};
   if (!template_sets_env(tmpl, "TRAINBENCH_METRICS_LINGER_SECONDS")) {
@@ -266,7 +266,7 @@ json trainer_pod(const JobContext& job, const RunConfig& run, int attempt, int n
 json parameter_server_pod(const JobContext& job, const RunConfig& run, int attempt, int server) {
   const json tmpl = get_or(job.spec, "template", json::object());
   const RankPlacement placement = placements(run).at(static_cast<std::size_t>(run.world_size() + server));
-  json c = {{"name", "parameter-server"}, {"command", json::array({"trainbench-worker"})}};
+  json c = {{"name", kParameterServerContainer}, {"command", json::array({"trainbench-worker"})}};
   if (tmpl.contains("resources")) c["resources"] = tmpl["resources"];
   return pod(job, parameter_server_pod_name(job.name, run.index, attempt, server), run, attempt, to_string(Role::kParameterServer),
              rank_variables_in_pod(job, run, placement), c, false);

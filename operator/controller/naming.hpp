@@ -30,6 +30,10 @@ inline constexpr const char* kJobLabel = "trainbench.dev/job";
 inline constexpr const char* kRunLabel = "trainbench.dev/run";
 inline constexpr const char* kAttemptLabel = "trainbench.dev/attempt";
 inline constexpr const char* kRoleLabel = "trainbench.dev/role";
+/// The one container of each kind of pod (what `kubectl logs -c` and the plugin's logs name).
+inline constexpr const char* kMasterContainer = "master";
+inline constexpr const char* kTrainerContainer = "trainer";
+inline constexpr const char* kParameterServerContainer = "parameter-server";
 
 /// The standard app.kubernetes.io/* labels plus trainbench.dev/job; `component` is master,
 /// trainer, parameter-server, result or reporter. run / attempt / role are added when >= 0 / non-empty.

@@ -1,4 +1,4 @@
-// `trainbench validate`, `diff`, `version`, help and usage errors, through the real binary.
+// `trainbench validate`, `diff`, `report`, `version`, help and usage errors, through the real binary.
 #include <fstream>
 #include <map>
 
@@ -7,6 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.hpp"
+#include "core/report.hpp"
+#include "core/report_format.hpp"
+#include "core/scaling_plot.hpp"
 
 namespace trainbench::test {
 namespace {
@@ -190,7 +193,7 @@ TEST(CliUsage, HelpVersionAndMistakes) {
   CliResult r = run_cli({"--help"}, {}, dir.path());
   EXPECT_EQ(r.code, 0);
   EXPECT_TRUE(contains(r.out, "usage: trainbench")) << r.out;
-  for (const char* cmd : {"run", "diff", "validate"}) {
+  for (const char* cmd : {"run", "diff", "report", "validate"}) {
     r = run_cli({cmd, "--help"}, {}, dir.path());
     EXPECT_EQ(r.code, 0) << cmd;
     EXPECT_TRUE(contains(r.out, std::string("usage: trainbench ") + cmd)) << r.out;
@@ -215,6 +218,45 @@ TEST(CliUsage, HelpVersionAndMistakes) {
   r = run_cli({"validate", "--bogus", "x.yaml"}, {}, dir.path());
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(contains(r.err, "unknown option --bogus")) << r.err;
+}
+
+// A saved report prints as `run` printed it (the one formatter), and --plot writes its plot.
+TEST(CliReport, PrintsTheRunLayoutAndWritesThePlot) {
+  TempDir dir;
+  const std::string file = data_dir() + "/report-bucket25.json";
+  const Report report = load_report(file);
+  CliResult r = run_cli({"report", file, "--plot", dir.file("scaling.svg")}, {}, dir.path());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, format_report(report));
+  EXPECT_TRUE(contains(r.out, "2 CPUs -- 1M/2G:  p50:")) << r.out;
+  EXPECT_EQ(read_file(dir.file("scaling.svg")), scaling_plot_svg(report));
+  EXPECT_TRUE(contains(r.err, "wrote the scaling plot to " + dir.file("scaling.svg"))) << r.err;
+
+  r = run_cli({"report", file}, {}, dir.path());  // no --plot: stdout only, nothing on stderr
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, format_report(report));
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(CliReport, MistakesExit2NamingTheFileAndField) {
+  TempDir dir;
+  CliResult r = run_cli({"report"}, {}, dir.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "expected a REPORT.json file")) << r.err;
+  r = run_cli({"report", dir.file("missing.json")}, {}, dir.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, dir.file("missing.json"))) << r.err;
+  auto j = nlohmann::json::parse(read_file(data_dir() + "/report-bucket25.json"));
+  j["runs"][1]["secPerIter"]["p50"] = "fast";
+  write_file(dir.file("bad.json"), j.dump());
+  r = run_cli({"report", dir.file("bad.json"), "--plot", dir.file("bad.svg")}, {}, dir.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "runs[1].secPerIter.p50")) << r.err;
+  EXPECT_FALSE(std::ifstream(dir.file("bad.svg")).good());
+  r = run_cli({"report", data_dir() + "/report-bucket25.json", "--plot", dir.file("no-such-dir/x.svg")}, {},
+              dir.path());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(contains(r.err, "cannot write")) << r.err;
 }
 
 }  // namespace

@@ -141,6 +141,10 @@ TEST_F(FakeWorkerTest, ReportCarriesNoiseAndEfficiencyVerdicts) {
   EXPECT_EQ(report["runs"][0]["noise"]["verdict"], "quiet");
   EXPECT_EQ(report["runs"][0]["belowTarget"], false);
   EXPECT_TRUE(leftovers(marker).empty());
+  // `trainbench report` prints the saved JSON exactly as `run` printed it.
+  const CliResult again = run_cli({"report", dir.file("out.json")}, {}, dir.path());
+  EXPECT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(again.out, r.out);
 }
 
 TEST_F(FakeWorkerTest, SucceedsPassesEnvironmentAndWritesReport) {

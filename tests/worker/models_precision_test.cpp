@@ -19,6 +19,8 @@
 
 namespace {
 
+using trainbench::Attention;
+using trainbench::EnvironmentInfo;
 using trainbench::parse_gradient_compression;
 using trainbench::parse_precision;
 using trainbench::Precision;
@@ -259,6 +261,56 @@ TEST(Precision, Bf16GradientCompressionStaysCloseToFp32) {
   for (std::size_t i = 0; i < fp32.size(); ++i) worst = std::max(worst, std::fabs(double(fp32[i]) - double(bf16[i])));
   std::cout << "max |bf16 - fp32| after 5 steps: " << worst << "\n";
   EXPECT_LE(worst, 5e-3);
+}
+
+// ---- spec.benchmark.transformer.attention ----
+
+/// The first measured loss of a small model run with `attention`, dropout off (the fused kernel
+/// draws its dropout mask differently), and the environment the worker reported.
+std::pair<double, EnvironmentInfo> first_loss(const std::string& model, Attention attention) {
+  TempDir dir;
+  RunConfig c = small_run(model, "none", 1);
+  c.transformer.attention = attention;
+  c.test.no_dropout = true;
+  c.warmup_steps = 0;
+  c.measure_steps = 1;
+  const auto outs = run_ranks(c, {{"TRAINBENCH_RESULT_FILE", dir.file("r.json")}});
+  EXPECT_EQ(outs[0].exit_code, 0) << outs[0].output;
+  if (outs[0].exit_code != 0) return {0, {}};
+  const auto r = trainbench::run_result_from_json(nlohmann::json::parse(read_file(dir.file("r.json"))));
+  return {r.ranks[0].initial_loss, r.environment};
+}
+
+// Debian's libtorch 1.13 has no at::scaled_dot_product_attention: auto computes eagerly and says
+// so; fused is refused naming the field. On libtorch 2.x (the GPU builds) auto is fused and
+// gives eager's loss (the same maths in one kernel).
+TEST(Attention, AutoIsFusedWhereLibtorchHasItAndGivesEagersLoss) {
+  for (const std::string model : {"gpt2-small", "bert-base"}) {
+    SCOPED_TRACE(model);
+    const auto [eager, eager_env] = first_loss(model, Attention::kEager);
+    const auto [autol, auto_env] = first_loss(model, Attention::kAuto);
+    EXPECT_EQ(eager_env.attention, "eager");
+    const bool has_fused = std::stoi(auto_env.libtorch_version) >= 2;
+    EXPECT_EQ(auto_env.attention, has_fused ? "fused" : "eager") << auto_env.libtorch_version;
+    EXPECT_NEAR(autol, eager, 1e-4 * eager);
+    if (has_fused) continue;
+    RunConfig c = small_run(model, "none", 1);
+    c.transformer.attention = Attention::kFused;
+    const auto outs = run_ranks(c, {});
+    EXPECT_EQ(outs[0].exit_code, 2) << outs[0].output;
+    EXPECT_NE(outs[0].output.find("spec.benchmark.transformer.attention: fused needs libtorch >= 2.0"),
+              std::string::npos)
+        << outs[0].output;
+  }
+}
+
+TEST(Attention, OtherModelsReportNone) {
+  TempDir dir;
+  RunConfig c = small_run("mlp", "none", 1);
+  const auto outs = run_ranks(c, {{"TRAINBENCH_RESULT_FILE", dir.file("r.json")}});
+  ASSERT_EQ(outs[0].exit_code, 0) << outs[0].output;
+  const auto r = trainbench::run_result_from_json(nlohmann::json::parse(read_file(dir.file("r.json"))));
+  EXPECT_EQ(r.environment.attention, "");
 }
 
 }  // namespace
