@@ -68,6 +68,7 @@ void summarize_hybrid_ps_run(const RunConfig& cfg, const RunResult& result, RunR
     r.lookup_queue_seconds = summarize(s.lookup_queue_seconds, sp + "lookupQueueSeconds");
     r.update_seconds = summarize(s.update_seconds, sp + "updateSeconds");
     r.peak_memory_bytes = s.peak_memory_bytes;
+    r.utilization = s.utilization;
     hr.servers.push_back(r);
   }
   run.hybrid_ps = hr;
@@ -76,14 +77,16 @@ void summarize_hybrid_ps_run(const RunConfig& cfg, const RunResult& result, RunR
 nlohmann::json to_json(const HybridPsReport& r) {
   nlohmann::json servers = nlohmann::json::array();
   for (const auto& s : r.servers) {
-    servers.push_back({{"rank", s.rank},
-                       {"server", s.server},
-                       {"rows", s.rows},
-                       {"lookups", s.lookups},
-                       {"lookupServiceSeconds", percentiles_json(s.lookup_service_seconds)},
-                       {"lookupQueueSeconds", percentiles_json(s.lookup_queue_seconds)},
-                       {"updateSeconds", percentiles_json(s.update_seconds)},
-                       {"peakMemoryBytes", s.peak_memory_bytes}});
+    nlohmann::json sj = {{"rank", s.rank},
+                         {"server", s.server},
+                         {"rows", s.rows},
+                         {"lookups", s.lookups},
+                         {"lookupServiceSeconds", percentiles_json(s.lookup_service_seconds)},
+                         {"lookupQueueSeconds", percentiles_json(s.lookup_queue_seconds)},
+                         {"updateSeconds", percentiles_json(s.update_seconds)},
+                         {"peakMemoryBytes", s.peak_memory_bytes}};
+    if (s.utilization) sj["utilization"] = to_json(*s.utilization);
+    servers.push_back(sj);
   }
   return {{"trainers", r.trainers}, {"parameterServers", r.parameter_servers}, {"servers", servers}};
 }
@@ -114,6 +117,9 @@ HybridPsReport hybrid_ps_report_from_json(const nlohmann::json& j, const std::st
         percentiles_from_json(jf::member(servers[i], "lookupQueueSeconds", sp), sp + ".lookupQueueSeconds");
     s.update_seconds = percentiles_from_json(jf::member(servers[i], "updateSeconds", sp), sp + ".updateSeconds");
     s.peak_memory_bytes = jf::get_int(servers[i], "peakMemoryBytes", sp);
+    if (jf::has(servers[i], "utilization")) {
+      s.utilization = rank_utilization_from_json(servers[i]["utilization"], sp + ".utilization");
+    }
     r.servers.push_back(s);
   }
   return r;

@@ -55,6 +55,7 @@ RankReport rank_report(const RankResult& rk, bool staged) {
   rr.peak_memory_bytes = rk.peak_memory_bytes;
   rr.optimizer_state_bytes = rk.optimizer_state_bytes;
   rr.parameter_count = rk.parameter_count;
+  rr.utilization = rk.utilization;
   if (staged) {
     rr.stage = rk.stage;
     rr.bubble_fraction = rk.bubble_fraction;
@@ -62,6 +63,18 @@ RankReport rank_report(const RankResult& rk, bool staged) {
   if (!rk.compute_seconds.empty()) rr.compute_seconds = median_of_repeats(rk.compute_seconds).p50;
   if (!rk.communication_seconds.empty()) rr.communication_seconds = median_of_repeats(rk.communication_seconds).p50;
   return rr;
+}
+
+/// The run's utilization over every rank that reported one (trainers and parameter servers).
+std::optional<RunUtilization> run_utilization(const RunConfig& cfg, const RunResult& result) {
+  std::vector<RankUtilization> ranks;
+  for (const auto& rk : result.ranks) {
+    if (rk.utilization) ranks.push_back(*rk.utilization);
+  }
+  for (const auto& s : result.servers) {
+    if (s.utilization) ranks.push_back(*s.utilization);
+  }
+  return summarize_utilization(ranks, cfg.threads_per_process);
 }
 
 }  // namespace
@@ -123,6 +136,7 @@ RunReport summarize_run(const RunConfig& cfg, const RunResult& result) {
     run.mfu = summarize_mfu(cfg, result, run.examples_per_sec.p50);
   }
   if (has_parameter_servers(cfg.paradigm)) summarize_hybrid_ps_run(cfg, result, run);
+  run.utilization = run_utilization(cfg, result);
   return run;
 }
 
@@ -223,6 +237,7 @@ nlohmann::json to_json(const RankReport& rk) {
   if (rk.compute_seconds) rj["computeSeconds"] = *rk.compute_seconds;
   if (rk.communication_seconds) rj["communicationSeconds"] = *rk.communication_seconds;
   if (rk.straggler_score) rj["stragglerScore"] = *rk.straggler_score;
+  if (rk.utilization) rj["utilization"] = to_json(*rk.utilization);
   return rj;
 }
 
@@ -246,6 +261,7 @@ RankReport rank_report_from_json(const nlohmann::json& j, const std::string& rp)
   seconds("computeSeconds", rk.compute_seconds);
   seconds("communicationSeconds", rk.communication_seconds);
   seconds("stragglerScore", rk.straggler_score);
+  if (jf::has(j, "utilization")) rk.utilization = rank_utilization_from_json(j["utilization"], rp + ".utilization");
   return rk;
 }
 
@@ -290,6 +306,7 @@ nlohmann::json to_json(const RunReport& run) {
     j["ranks"] = ranks;
     if (run.stragglers) j["stragglers"] = to_json(*run.stragglers);
     if (run.rank_summary) j["rankSummary"] = to_json(*run.rank_summary);
+    if (run.utilization) j["utilization"] = to_json(*run.utilization);
   } else {
     j["error"] = run.error;
   }
@@ -368,6 +385,7 @@ RunReport run_report_from_json(const nlohmann::json& rj, const std::string& p) {
     }
     if (jf::has(rj, "stragglers")) run.stragglers = straggler_report_from_json(rj["stragglers"], p + ".stragglers");
     if (jf::has(rj, "rankSummary")) run.rank_summary = rank_summary_from_json(rj["rankSummary"], p + ".rankSummary");
+    if (jf::has(rj, "utilization")) run.utilization = run_utilization_from_json(rj["utilization"], p + ".utilization");
   } else if (run.phase == "Failed") {
     run.error = jf::get_string(rj, "error", p);
   } else {

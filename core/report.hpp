@@ -14,6 +14,7 @@
 #include "core/spec.hpp"
 #include "core/stats.hpp"
 #include "core/straggler.hpp"
+#include "core/utilization.hpp"
 
 namespace trainbench {
 
@@ -37,6 +38,9 @@ struct RankReport {
   /// Fastest rank's compute_seconds / this rank's (core/straggler.hpp); 1.0 = the fastest.
   /// Absent where the run is not scored (pipeline stages do different work). "stragglerScore".
   std::optional<double> straggler_score;
+  /// CPU, memory, network and GPU use over the measured steps (core/utilization.hpp); absent
+  /// in reports of older workers. "utilization".
+  std::optional<RankUtilization> utilization;
 };
 
 /// pipeline / model-parallel runs: how the model was split and the bubble GPipe predicts.
@@ -59,6 +63,7 @@ struct ServerReport {
   Percentiles lookup_queue_seconds;    ///< per request: arrival -> start of its service
   Percentiles update_seconds;          ///< per step: applying every trainer's gradients
   std::int64_t peak_memory_bytes = 0;
+  std::optional<RankUtilization> utilization;  ///< as RankReport's
 };
 
 struct HybridPsReport {
@@ -125,6 +130,10 @@ struct RunReport {
   std::optional<StragglerReport> stragglers;
   /// Set where `ranks` was left out to keep this copy small (then `ranks` is empty).
   std::optional<RankSummary> rank_summary;
+  /// Every rank's (trainers' and parameter servers') utilization summarised: mean CPU, max peak
+  /// memory, mean bytes sent per step, GPU busy and memory (core/utilization.hpp). Absent for
+  /// failed runs and where the workers did not report it. "utilization".
+  std::optional<RunUtilization> utilization;
 };
 
 struct Report {

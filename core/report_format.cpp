@@ -253,6 +253,19 @@ void mfu_block(std::ostringstream& os, const std::vector<const RunReport*>& runs
   }
 }
 
+/// Each succeeded run's hardware utilization over its measured steps (nothing if none has one).
+void utilization_block(std::ostringstream& os, const std::vector<const RunReport*>& runs, std::size_t w) {
+  const bool any = std::any_of(runs.begin(), runs.end(),
+                               [](const RunReport* r) { return r->phase == "Succeeded" && r->utilization; });
+  if (!any) return;
+  os << "\nHardware utilization over the measured steps (CPU and bytes sent: mean over ranks; memory: the\n"
+        "largest rank's peak; GPU: NVML's busy share, mean over ranks, and memory used; docs/report.md):\n\n";
+  for (const auto* r : runs) {
+    if (r->phase != "Succeeded" || !r->utilization) continue;
+    os << pad_left(row_name(*r), w) << "  " << utilization_line(*r->utilization) << "\n";
+  }
+}
+
 /// One line of the diff's settings table: name, baseline value, test value.
 struct SettingRow {
   std::string name;
@@ -379,6 +392,7 @@ std::string format_report(const Report& report) {
   os << notes.text();
   loss_block(os, runs, w);
   mfu_block(os, runs, w);
+  utilization_block(os, runs, w);
   paradigm_table(os, runs);
   per_rank_block(os, runs, w);
   os << format_hybrid_ps_runs(report);

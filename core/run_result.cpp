@@ -69,14 +69,16 @@ std::vector<std::vector<double>> seconds_lists(const nlohmann::json& obj, const 
 }
 
 nlohmann::json to_json(const ServerResult& s) {
-  return {{"rank", s.rank},
-          {"server", s.server},
-          {"rows", s.rows},
-          {"lookups", s.lookups},
-          {"lookupServiceSeconds", s.lookup_service_seconds},
-          {"lookupQueueSeconds", s.lookup_queue_seconds},
-          {"updateSeconds", s.update_seconds},
-          {"peakMemoryBytes", s.peak_memory_bytes}};
+  nlohmann::json j = {{"rank", s.rank},
+                      {"server", s.server},
+                      {"rows", s.rows},
+                      {"lookups", s.lookups},
+                      {"lookupServiceSeconds", s.lookup_service_seconds},
+                      {"lookupQueueSeconds", s.lookup_queue_seconds},
+                      {"updateSeconds", s.update_seconds},
+                      {"peakMemoryBytes", s.peak_memory_bytes}};
+  if (s.utilization) j["utilization"] = to_json(*s.utilization);
+  return j;
 }
 
 ServerResult server_result_from_json(const nlohmann::json& sj, const std::string& p) {
@@ -92,6 +94,7 @@ ServerResult server_result_from_json(const nlohmann::json& sj, const std::string
   s.lookup_queue_seconds = seconds_lists(sj, "lookupQueueSeconds", p, true);
   s.update_seconds = seconds_lists(sj, "updateSeconds", p, false);
   s.peak_memory_bytes = jf::get_int(sj, "peakMemoryBytes", p);
+  if (jf::has(sj, "utilization")) s.utilization = rank_utilization_from_json(sj["utilization"], p + ".utilization");
   std::size_t requests = 0;
   for (std::size_t r = 0; r < s.lookup_service_seconds.size(); ++r) {
     requests += s.lookup_service_seconds[r].size();
@@ -124,6 +127,7 @@ nlohmann::json to_json(const RankResult& rk) {
                       {"bubbleFraction", rk.bubble_fraction}};
   if (!rk.compute_seconds.empty()) j["computeSeconds"] = rk.compute_seconds;
   if (!rk.communication_seconds.empty()) j["communicationSeconds"] = rk.communication_seconds;
+  if (rk.utilization) j["utilization"] = to_json(*rk.utilization);
   return j;
 }
 
@@ -154,6 +158,7 @@ RankResult rank_result_from_json(const nlohmann::json& rj, const std::string& p)
   rk.step_seconds = seconds_lists(rj, "stepSeconds", p, false);
   rk.compute_seconds = step_split(rj, "computeSeconds", p, rk.step_seconds);
   rk.communication_seconds = step_split(rj, "communicationSeconds", p, rk.step_seconds);
+  if (jf::has(rj, "utilization")) rk.utilization = rank_utilization_from_json(rj["utilization"], p + ".utilization");
   return rk;
 }
 

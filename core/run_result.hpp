@@ -9,6 +9,7 @@
 
 #include "core/allreduce.hpp"
 #include "core/peak_flops.hpp"
+#include "core/utilization.hpp"
 
 namespace trainbench {
 
@@ -57,6 +58,9 @@ struct RankResult {
   /// results).
   std::vector<std::vector<double>> compute_seconds{};
   std::vector<std::vector<double>> communication_seconds{};
+  /// CPU, memory, network and GPU use over the measured steps (core/utilization.hpp).
+  /// "utilization"; absent in results of older workers.
+  std::optional<RankUtilization> utilization{};
 };
 
 /// paradigm hybrid-ps: one parameter server's measurements ("servers" of the RunResult). The
@@ -74,6 +78,7 @@ struct ServerResult {
   /// Per measured step: applying the trainers' gradients to its rows (after all had arrived).
   std::vector<std::vector<double>> update_seconds;
   std::int64_t peak_memory_bytes = 0;
+  std::optional<RankUtilization> utilization{};  ///< as RankResult's
 };
 
 /// What the workers of one run produce (rank 0 gathers it from every rank and writes it as

@@ -6,9 +6,10 @@
 #include <prometheus/registry.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
-#include <map>
 #include <iterator>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -33,20 +34,19 @@ struct ProcSample {
   std::int64_t tx_bytes = 0;
 };
 
-/// utime + stime and RSS from /proc/self/stat; bytes from /proc/self/net/dev (the network
-/// namespace's interfaces: on Kubernetes, the pod's own traffic).
+/// CPU time from getrusage (as the report's utilization), RSS from /proc/self/stat; bytes from
+/// /proc/self/net/dev (the network namespace's interfaces: on Kubernetes, the pod's own traffic).
 ProcSample sample_process() {
   ProcSample s;
+  s.cpu_seconds = process_cpu_seconds();
   std::ifstream stat("/proc/self/stat");
   std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
   const auto close = text.rfind(')');
   if (close != std::string::npos) {
     std::istringstream fields(text.substr(close + 2));
     std::vector<std::string> f{std::istream_iterator<std::string>(fields), std::istream_iterator<std::string>()};
-    // After "pid (comm) ": state is field 3, utime 14, stime 15, rss 24 (1-based) -> index - 3.
+    // After "pid (comm) ": state is field 3, rss 24 (1-based) -> index - 3.
     if (f.size() > 21) {
-      const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
-      s.cpu_seconds = (std::stod(f[11]) + std::stod(f[12])) / ticks;
       s.rss_bytes = std::stoll(f[21]) * sysconf(_SC_PAGESIZE);
     }
   }
@@ -87,6 +87,8 @@ struct WorkerMetrics::Impl {
   Counter* cpu_seconds = nullptr;
   Counter* rx = nullptr;
   Counter* tx = nullptr;
+  Counter* sent = nullptr;
+  std::int64_t sent_so_far = 0;  ///< guarded by `mutex`
   Gauge* world_size = nullptr;
   Gauge* gpu_allocated = nullptr;
   Gauge* gpu_peak = nullptr;
@@ -169,6 +171,10 @@ std::unique_ptr<WorkerMetrics> WorkerMetrics::serve(const std::string& listen, c
   r.tx = &r.add(prometheus::BuildCounter(), "trainbench_network_transmit_bytes_total",
                 "Bytes sent on the network interfaces of this process's network namespace.")
               .Add(L);
+  r.sent = &r.add(prometheus::BuildCounter(), "trainbench_collective_sent_bytes_total",
+                  "Bytes this rank sent to other ranks (all-reduce 2(p-1)/p of its size, all-gather (p-1) x, sends), "
+                  "as the report's networkBytesPerStep counts them; warm-up included.")
+                .Add(L);
   r.world_size = &r.add(prometheus::BuildGauge(), "trainbench_world_size",
                         "Ranks in this rank's run (scaling efficiency divides by it).")
                       .Add(L);
@@ -235,6 +241,13 @@ void WorkerMetrics::refresh_process() {
   if (now.rx_bytes > r.last.rx_bytes) r.rx->Increment(static_cast<double>(now.rx_bytes - r.last.rx_bytes));
   if (now.tx_bytes > r.last.tx_bytes) r.tx->Increment(static_cast<double>(now.tx_bytes - r.last.tx_bytes));
   r.last = now;
+}
+
+void WorkerMetrics::set_sent_bytes(std::int64_t total_bytes) {
+  Impl& r = *impl_;
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (total_bytes > r.sent_so_far) r.sent->Increment(static_cast<double>(total_bytes - r.sent_so_far));
+  r.sent_so_far = std::max(r.sent_so_far, total_bytes);
 }
 
 void WorkerMetrics::set_gpu_memory(std::int64_t allocated_bytes, std::int64_t peak_allocated_bytes) {

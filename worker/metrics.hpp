@@ -60,6 +60,9 @@ class WorkerMetrics {
   /// Host memory (RSS now and peak), CPU time and network bytes of this process, read from
   /// /proc; call once per step (cheap) or from a timer.
   void refresh_process();
+  /// Bytes this rank has sent to other ranks so far, as its communicator counts them
+  /// (Communicator::sent_bytes(): the report's networkBytesPerStep); call after each step.
+  void set_sent_bytes(std::int64_t total_bytes);
   /// GPU memory from the CUDA caching allocator, where a GPU is used.
   void set_gpu_memory(std::int64_t allocated_bytes, std::int64_t peak_allocated_bytes);
   /// GPU busy fraction and memory in use, from NVML (gpu_monitor.hpp), where a GPU is used.

@@ -3,11 +3,14 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <memory>
 
+#include "core/utilization.hpp"
 #include "worker/output_files.hpp"
 #include "worker/torch_compat.hpp"
 #include "worker/worker_error.hpp"
@@ -51,7 +54,10 @@ struct Communicator::Impl {
   int size = 1;
   RankProgress* progress = nullptr;  ///< the rank's (set_progress), else own_progress
   RankProgress own_progress;
+  /// Bytes sent (sent_bytes()): shared with the subgroups, which may send from other threads.
+  std::shared_ptr<std::atomic<std::int64_t>> sent = std::make_shared<std::atomic<std::int64_t>>(0);
 
+  void count_sent(double bytes) { sent->fetch_add(std::llround(bytes)); }
   RankProgress& recorder() { return progress != nullptr ? *progress : own_progress; }
   /// A collective launched now: its sequence number, recorded as `phase` when waited for.
   WaitTracking collective(ProgressPhase phase) {
@@ -64,6 +70,8 @@ struct Communicator::Impl {
 };
 
 namespace {
+
+std::int64_t bytes_of(const at::Tensor& t) { return t.numel() * static_cast<std::int64_t>(t.element_size()); }
 
 bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr == "::1" || addr.rfind("127.", 0) == 0;
@@ -208,6 +216,7 @@ void Communicator::set_progress(RankProgress* progress) { impl_->progress = prog
 
 int Communicator::rank() const { return impl_->rank; }
 int Communicator::size() const { return impl_->size; }
+std::int64_t Communicator::sent_bytes() const { return impl_->sent->load(); }
 const std::string& Communicator::backend_name() const { return impl_->backend_name; }
 
 PendingCollective Communicator::allreduce_sum(at::Tensor tensor) {
@@ -220,6 +229,7 @@ PendingCollective Communicator::allreduce_sum(at::Tensor tensor) {
   } catch (const c10::Error& e) {
     throw std::runtime_error("all-reduce failed: " + compat::error_message(e));
   }
+  impl_->count_sent(allreduce_sent_bytes(bytes_of(tensors[0]), impl_->size));
   const auto timeout = impl_->timeout;
   return PendingCollective([work, timeout] { wait_work(work, timeout); }, impl_->collective(ProgressPhase::kAllReduce));
 }
@@ -242,7 +252,10 @@ void Communicator::broadcast(const std::vector<at::Tensor>& tensors, int root) {
     } catch (const c10::Error& e) {
       throw std::runtime_error("broadcast failed: " + compat::error_message(e));
     }
-    if (impl_->rank == root) continue;
+    if (impl_->rank == root) {
+      impl_->count_sent(static_cast<double>(bytes_of(flat[0])) * (impl_->size - 1));
+      continue;
+    }
     int64_t offset = 0;
     at::NoGradGuard no_grad;
     for (const auto& t : group) {
@@ -264,6 +277,7 @@ at::Tensor Communicator::allgather(const at::Tensor& tensor) {
   } catch (const c10::Error& e) {
     throw std::runtime_error("all-gather failed: " + compat::error_message(e));
   }
+  impl_->count_sent(allgather_sent_bytes(bytes_of(input[0]), impl_->size));
   return at::stack(output[0]);
 }
 
@@ -277,6 +291,7 @@ void Communicator::allgather_into(const at::Tensor& input, const std::vector<at:
   } catch (const c10::Error& e) {
     throw std::runtime_error("all-gather failed: " + compat::error_message(e));
   }
+  impl_->count_sent(allgather_sent_bytes(bytes_of(input), impl_->size));
 }
 
 PendingCollective Communicator::send(at::Tensor tensor, int dst, int tag) {
@@ -287,6 +302,7 @@ PendingCollective Communicator::send(at::Tensor tensor, int dst, int tag) {
   } catch (const c10::Error& e) {
     throw std::runtime_error("send to rank " + std::to_string(dst) + " failed: " + compat::error_message(e));
   }
+  impl_->count_sent(static_cast<double>(bytes_of((*tensors)[0])));
   const auto timeout = impl_->timeout;
   return PendingCollective([work, tensors, timeout] { wait_work(work, timeout); },
                            impl_->point_to_point(ProgressPhase::kSend, dst));
@@ -344,6 +360,7 @@ std::unique_ptr<Communicator> Communicator::subgroup(const std::string& name, co
   impl->timeout = impl_->timeout;
   impl->gloo_options = impl_->gloo_options;
   impl->progress = &impl_->recorder();
+  impl->sent = impl_->sent;
   try {
     impl->store = c10::make_intrusive<c10d::PrefixStore>(name, impl_->store);
     impl->backend =

@@ -136,6 +136,10 @@ class Communicator {
   /// once set_progress() named it, else one of its own.
   RankProgress& progress() const;
   void set_progress(RankProgress* progress);
+  /// Bytes this rank has sent to other ranks so far, counted at each launch as
+  /// core/utilization.hpp says (all-reduce 2(p-1)/p N, all-gather (p-1) N, a broadcast's root
+  /// (p-1) N, a send N; receives count at their sender). A subgroup counts into its parent's.
+  std::int64_t sent_bytes() const;
 
   /// In-place SUM all-reduce of a dense tensor, asynchronous.
   PendingCollective allreduce_sum(at::Tensor tensor);

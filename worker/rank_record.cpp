@@ -1,5 +1,8 @@
 #include "worker/rank_record.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -21,6 +24,12 @@ enum Field : std::size_t {
   kBubble,
   kRows,
   kLookups,
+  kCpuCores,  ///< the utilization: NaN where absent (the whole of it, or a GPU field on CPU)
+  kPeakRss,
+  kNetworkBytes,
+  kGpuPeakAllocated,
+  kGpuUtilization,
+  kGpuMemoryUsed,
   kScalarFields
 };
 
@@ -40,6 +49,41 @@ std::vector<std::vector<double>> get_lists(const double* in, std::size_t repeats
   out.reserve(repeats);
   for (std::size_t r = 0; r < repeats; ++r) out.emplace_back(in + r * each, in + (r + 1) * each);
   return out;
+}
+
+constexpr double kAbsent = std::numeric_limits<double>::quiet_NaN();
+
+template <typename T>
+double or_absent(const std::optional<T>& v) {
+  return v ? static_cast<double>(*v) : kAbsent;
+}
+
+template <typename T>
+std::optional<T> unless_absent(double v) {
+  return std::isnan(v) ? std::nullopt : std::optional<T>(static_cast<T>(v));
+}
+
+void put_utilization(const std::optional<RankUtilization>& u, double* row) {
+  std::fill(row + kCpuCores, row + kScalarFields, kAbsent);
+  if (!u) return;
+  row[kCpuCores] = u->cpu_cores;
+  row[kPeakRss] = static_cast<double>(u->peak_rss_bytes);
+  row[kNetworkBytes] = u->network_bytes_per_step;
+  row[kGpuPeakAllocated] = or_absent(u->gpu_peak_allocated_bytes);
+  row[kGpuUtilization] = or_absent(u->gpu_utilization);
+  row[kGpuMemoryUsed] = or_absent(u->gpu_memory_used_bytes);
+}
+
+std::optional<RankUtilization> get_utilization(const double* row) {
+  if (std::isnan(row[kCpuCores])) return std::nullopt;
+  RankUtilization u;
+  u.cpu_cores = row[kCpuCores];
+  u.peak_rss_bytes = static_cast<std::int64_t>(row[kPeakRss]);
+  u.network_bytes_per_step = row[kNetworkBytes];
+  u.gpu_peak_allocated_bytes = unless_absent<std::int64_t>(row[kGpuPeakAllocated]);
+  u.gpu_utilization = unless_absent<double>(row[kGpuUtilization]);
+  u.gpu_memory_used_bytes = unless_absent<std::int64_t>(row[kGpuMemoryUsed]);
+  return u;
 }
 
 }  // namespace
@@ -63,6 +107,7 @@ std::vector<double> encode_record(const RankRecord& x, const RecordShape& shape)
   row[kBubble] = x.bubble_fraction;
   row[kRows] = static_cast<double>(x.rows);
   row[kLookups] = static_cast<double>(x.lookups);
+  put_utilization(x.utilization, row.data());
   double* lists = row.data() + kScalarFields;
   const std::size_t steps = shape.repeats * shape.steps_per_repeat;
   const std::size_t requests = shape.repeats * shape.requests_per_repeat;
@@ -94,6 +139,7 @@ RankRecord decode_record(const double* row, const RecordShape& shape) {
   x.bubble_fraction = row[kBubble];
   x.rows = static_cast<std::int64_t>(row[kRows]);
   x.lookups = static_cast<std::int64_t>(row[kLookups]);
+  x.utilization = get_utilization(row);
   const double* lists = row + kScalarFields;
   const std::size_t steps = shape.repeats * shape.steps_per_repeat;
   const std::size_t requests = shape.repeats * shape.requests_per_repeat;
@@ -125,6 +171,7 @@ RankResult to_rank_result(const RankRecord& x) {
   r.bubble_fraction = x.bubble_fraction;
   r.compute_seconds = x.compute_seconds;
   r.communication_seconds = x.communication_seconds;
+  r.utilization = x.utilization;
   return r;
 }
 
@@ -138,6 +185,7 @@ ServerResult to_server_result(const RankRecord& x, int trainers) {
   s.lookup_queue_seconds = x.queue_seconds;
   s.update_seconds = x.step_seconds;
   s.peak_memory_bytes = x.peak_memory_bytes;
+  s.utilization = x.utilization;
   return s;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/run_result.hpp"
@@ -39,6 +40,8 @@ struct RankRecord {
   /// hybrid-ps server: [repeat][request], from service start to sums sent / arrival to start.
   std::vector<std::vector<double>> service_seconds;
   std::vector<std::vector<double>> queue_seconds;
+  /// CPU, memory, network and GPU use over the measured steps (the loop's UtilizationWindow).
+  std::optional<RankUtilization> utilization;
 };
 
 /// The lengths of a record's lists, the same on every rank of a run (so the rows have one width).

@@ -76,6 +76,13 @@ std::int64_t peak_rss_bytes() {
   return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
+double process_cpu_seconds() {
+  struct rusage usage {};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
 std::string host_name() {
   std::array<char, 256> buf{};
   if (gethostname(buf.data(), buf.size() - 1) != 0) return "unknown";

@@ -16,6 +16,11 @@ std::string loaded_blas_library();
 /// Peak resident set size of this process in bytes (getrusage ru_maxrss).
 std::int64_t peak_rss_bytes();
 
+/// User + system CPU seconds of this process, all its threads (getrusage, microseconds: finer
+/// than /proc/self/stat's clock ticks, the same accounting). /metrics' process CPU counter and
+/// the report's CPU utilization both read it.
+double process_cpu_seconds();
+
 /// Makes glibc keep freed memory for reuse instead of returning it to the kernel: no mmap for
 /// large blocks, no heap trimming. libtorch's CPU allocator frees every step's large
 /// temporaries (a 4096x4096 gradient is 64 MiB, above glibc's 32 MiB mmap ceiling), and mapping

@@ -16,6 +16,7 @@
 
 #include "core/mfu.hpp"
 #include "core/run_result.hpp"
+#include "core/utilization.hpp"
 #include "core/version.hpp"
 #include "worker/environment_info.hpp"
 #include "worker/gpu_monitor.hpp"
@@ -184,10 +185,16 @@ void check_loss_is_finite(double loss, std::int64_t step_number) {
   }
 }
 
-/// The rank's /metrics (with the GPU's utilization where there is one), fed after every step.
+/// The rank's /metrics (with the GPU's utilization where there is one), fed after every step,
+/// and the same readings over the measured steps for the report (the rank's utilization).
 class LoopMetrics {
  public:
   LoopMetrics(const RankContext& rank, const Step& step, const std::optional<MeasuredGemm>& gemm) : rank_(rank) {
+    if (rank.device.is_cuda()) {
+      std::string why;
+      gpu_monitor_ = GpuMonitor::open(rank.device.index(), &why);
+      if (!gpu_monitor_) std::cerr << "trainbench-worker: no GPU utilization (NVML): " << why << "\n";
+    }
     const std::optional<Role> role = step.metrics_role();
     if (!role) return;
     metrics_ = serve_worker_metrics(rank.env, rank.config, rank.options, *role, rank.config.world_size());
@@ -198,27 +205,32 @@ class LoopMetrics {
                                 peak ? std::optional<double>(peak->tflops * 1e12) : std::nullopt);
     }
     allreduce_bytes_ = step.allreduce_bytes_per_step();
-    if (metrics_ && rank.device.is_cuda()) {
-      std::string why;
-      gpu_monitor_ = GpuMonitor::open(rank.device.index(), &why);
-      if (!gpu_monitor_) std::cerr << "trainbench-worker: no GPU utilization metrics: " << why << "\n";
-    }
   }
 
   void observe(const StepTiming& t, bool measured) {
+    const std::optional<GpuSample> g = gpu_monitor_ ? gpu_monitor_->sample() : std::nullopt;
+    if (g && measured) window_.add_gpu_sample(g->utilization_ratio, g->memory_used_bytes);
     if (!metrics_) return;
     metrics_->observe_step(t.seconds, t.communication_seconds, rank_.config.batch_size_per_device, allreduce_bytes_,
                            measured);
     metrics_->refresh_process();
+    if (const Communicator* comm = rank_.comm_if_created()) metrics_->set_sent_bytes(comm->sent_bytes());
     const at::Device& device = rank_.device;
     if (device.is_cuda()) {
       metrics_->set_gpu_memory(compat::cuda_memory_allocated_bytes(device.index()),
                                compat::cuda_peak_memory_bytes(device.index()));
     }
-    if (gpu_monitor_) {
-      if (const auto g = gpu_monitor_->sample())
-        metrics_->set_gpu_utilization(g->utilization_ratio, g->memory_used_bytes);
-    }
+    if (g) metrics_->set_gpu_utilization(g->utilization_ratio, g->memory_used_bytes);
+  }
+
+  /// Before the first measured step.
+  void begin_measuring() { window_.begin(reading()); }
+  /// After the last of `steps` measured steps.
+  RankUtilization utilization(std::int64_t steps) const {
+    const at::Device& device = rank_.device;
+    return window_.end(
+        reading(), steps, peak_rss_bytes(),
+        device.is_cuda() ? std::optional<std::int64_t>(compat::cuda_peak_memory_bytes(device.index())) : std::nullopt);
   }
 
   /// Keeps the last values scrapeable a little longer (TRAINBENCH_METRICS_LINGER_SECONDS): the
@@ -236,6 +248,14 @@ class LoopMetrics {
   std::unique_ptr<WorkerMetrics> metrics_;
   std::unique_ptr<GpuMonitor> gpu_monitor_;
   std::int64_t allreduce_bytes_ = 0;
+  UtilizationWindow window_;
+
+  UtilizationWindow::Reading reading() const {
+    const Communicator* comm = rank_.comm_if_created();
+    const auto now = std::chrono::steady_clock::now().time_since_epoch();
+    return UtilizationWindow::Reading{std::chrono::duration<double>(now).count(), process_cpu_seconds(),
+                                      comm != nullptr ? comm->sent_bytes() : 0};
+  }
 };
 
 /// Appends a measured step's compute (its time not spent waiting on other ranks) and exposed
@@ -280,6 +300,7 @@ RankRecord run_loop(Step& step, const RankContext& rank, LoopMetrics& metrics) {
     if (report_progress) write_progress(progress, "warmup", 0, shape.repeats, s, shape.warmup_steps, sec);
   }
   const int kill_rank = rank.config.test.sigkill_rank_at_first_measured_step;
+  metrics.begin_measuring();
   const bool split = step.record_shape().compute_split;
   record.step_seconds.resize(static_cast<std::size_t>(shape.repeats));
   if (split) {
@@ -299,6 +320,7 @@ RankRecord run_loop(Step& step, const RankContext& rank, LoopMetrics& metrics) {
     }
   }
   record.final_loss = last_loss;
+  record.utilization = metrics.utilization(static_cast<std::int64_t>(shape.repeats) * shape.measure_steps);
   const at::Device& device = rank.device;
   record.peak_memory_bytes = device.is_cuda() ? compat::cuda_peak_memory_bytes(device.index()) : peak_rss_bytes();
   return record;

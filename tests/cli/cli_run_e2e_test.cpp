@@ -79,6 +79,31 @@ void expect_ordered(const nlohmann::json& p, const std::string& what) {
   EXPECT_LE(p["p90"].get<double>(), p["p95"].get<double>()) << what;
 }
 
+/// A run's utilization (docs/report.md, "Hardware utilization"): every rank kept its one compute
+/// thread busy part of the time, holds more than a few MiB, and sends nothing alone or, in DDP
+/// over 2 ranks, its gradients once per step (the ring's 2(p-1)/p = 1): the model's fp32 bytes.
+void expect_plausible_utilization(const nlohmann::json& run, const std::string& paradigm) {
+  const int world = run["worldSize"].get<int>();
+  const auto& u = run["utilization"];
+  EXPECT_EQ(u["ranks"], world);
+  EXPECT_EQ(u["threadsPerProcess"], 1);
+  const double gradient_bytes = 4.0 * run["parameterCount"].get<double>();
+  const double sent = paradigm == "ddp" && world > 1 ? gradient_bytes * 2 * (world - 1) / world : 0.0;
+  double cores = 0;
+  for (const auto& rank : run["ranks"]) {
+    const auto& ru = rank["utilization"];
+    SCOPED_TRACE(ru.dump());
+    EXPECT_GT(ru["cpuCores"].get<double>(), 0);
+    EXPECT_LE(ru["cpuCores"].get<double>(), 1.0);  // threadsPerProcess: 1
+    EXPECT_GT(ru["peakRssBytes"].get<double>(), 8.0 * 1024 * 1024);
+    EXPECT_DOUBLE_EQ(ru["networkBytesPerStep"].get<double>(), sent);
+    EXPECT_FALSE(ru.contains("gpuUtilization"));  // a CPU run
+    cores += ru["cpuCores"].get<double>() / world;
+  }
+  EXPECT_NEAR(u["cpuCoresMean"].get<double>(), cores, 1e-9);
+  EXPECT_DOUBLE_EQ(u["networkBytesPerStepMean"].get<double>(), sent);
+}
+
 TEST_F(RealWorkerTest, MlpSweepProducesSeedStyleReport) {
   const std::string job = dir.file("mlp.yaml");
   write_file(job, mlp_job_yaml("cli-e2e-mlp", 2, 10, 2,
@@ -128,7 +153,9 @@ TEST_F(RealWorkerTest, MlpSweepProducesSeedStyleReport) {
     const std::string line = row.substr(0, row.find('\n'));
     EXPECT_EQ(contains(line, "noisy ["), noisy) << line;
     EXPECT_EQ(contains(line, "below target ["), run["belowTarget"].get<bool>()) << line;
+    expect_plausible_utilization(run, i == 0 ? "none" : "ddp");
   }
+  EXPECT_TRUE(contains(r.out, "Hardware utilization over the measured steps")) << r.out;
   EXPECT_GE(rep["environment"]["cpuCores"].get<int>(), 1);
   EXPECT_TRUE(contains(r.out, "noise (the spread of the repeats' p50 sec/iter, threshold 10%): ")) << r.out;
   EXPECT_TRUE(contains(r.out, "efficiency target 80%: ")) << r.out;

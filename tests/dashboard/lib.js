@@ -111,6 +111,7 @@ const WORKER_METRICS = [
   'trainbench_gpu_utilization_ratio', 'trainbench_gpu_memory_used_bytes', 'trainbench_process_cpu_seconds_total',
   'trainbench_network_receive_bytes_total', 'trainbench_network_transmit_bytes_total', 'trainbench_world_size',
   'trainbench_achieved_flops', 'trainbench_model_flops_utilization_ratio',
+  'trainbench_collective_sent_bytes_total',
 ];
 const OPERATOR_METRICS = [
   'trainbench_operator_info', 'trainbench_operator_reconcile_total', 'trainbench_operator_reconcile_errors_total',

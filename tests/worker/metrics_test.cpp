@@ -29,6 +29,8 @@ TEST(WorkerMetrics, ServesStepsProgressAndProcessMetrics) {
   m->observe_step(0.2, 0.05, 16, 1000, true);
   m->observe_step(0.3, 0.1, 16, 1000, true);
   m->refresh_process();
+  m->set_sent_bytes(1500);
+  m->set_sent_bytes(4000);  // a running total: the counter grows by the difference
   const std::string text = scrape(m->port());
   ASSERT_FALSE(text.empty());
 
@@ -46,6 +48,7 @@ TEST(WorkerMetrics, ServesStepsProgressAndProcessMetrics) {
   EXPECT_EQ(value(text, "trainbench_examples_total"), 32);
   EXPECT_NEAR(value(text, "trainbench_examples_per_second"), 16 / 0.3, 1e-6);
   EXPECT_EQ(value(text, "trainbench_allreduce_bytes_total"), 3000);
+  EXPECT_EQ(value(text, "trainbench_collective_sent_bytes_total"), 4000);
   EXPECT_GT(value(text, "trainbench_memory_rss_bytes"), 1e6);
   EXPECT_GE(value(text, "trainbench_memory_peak_rss_bytes"), value(text, "trainbench_memory_rss_bytes"));
   EXPECT_GE(value(text, "trainbench_process_cpu_seconds_total"), 0);

@@ -124,5 +124,31 @@ TEST(RankRecord, RecordsBecomeRanksAndServersInOrder) {
   EXPECT_EQ(result.servers[0].update_seconds, s.step_seconds);
 }
 
+// The utilization crosses the gather whole: a CPU rank's without GPU fields, a GPU rank's with
+// them, none from a rank that measured none; and it reaches the result's ranks and servers.
+TEST(RankRecord, UtilizationRoundTripsWithAndWithoutGpuFields) {
+  const RecordShape shape{2, 3, 0};
+  RankRecord r = trainer();
+  EXPECT_FALSE(decode_record(encode_record(r, shape).data(), shape).utilization.has_value());
+  RankUtilization u;
+  u.cpu_cores = 1.25;
+  u.peak_rss_bytes = 123456789012LL;
+  u.network_bytes_per_step = 38440;
+  r.utilization = u;
+  RankRecord back = decode_record(encode_record(r, shape).data(), shape);
+  ASSERT_TRUE(back.utilization.has_value());
+  EXPECT_EQ(to_json(*back.utilization), to_json(u));
+  EXPECT_FALSE(back.utilization->gpu_utilization.has_value());
+  u.gpu_utilization = 0.875;
+  u.gpu_memory_used_bytes = 7LL << 30;
+  u.gpu_peak_allocated_bytes = 5LL << 30;
+  r.utilization = u;
+  back = decode_record(encode_record(r, shape).data(), shape);
+  EXPECT_EQ(to_json(*back.utilization), to_json(u));
+  EXPECT_EQ(to_json(*to_rank_result(back).utilization), to_json(u));
+  back.role = RankRecord::Role::ParameterServer;
+  EXPECT_EQ(to_json(*to_server_result(back, 2).utilization), to_json(u));
+}
+
 }  // namespace
 }  // namespace trainbench::worker
