@@ -218,6 +218,19 @@ TEST(Mfu, ShownInTheReportText) {
   const nlohmann::json j = to_json(status);
   EXPECT_DOUBLE_EQ(j.at("summary").at("mfu").at("achievedTFLOPS").get<double>(), report.runs[0].mfu->achieved_tflops);
   EXPECT_DOUBLE_EQ(*run_status_from_json(j, "status.runs[0]").summary->mfu->mfu, *report.runs[0].mfu->mfu);
+  EXPECT_EQ(text.find("above 100%"), std::string::npos) << text;
+}
+
+// A peak measured on a busy machine can be below what the run then achieves: the line says so.
+TEST(Mfu, AboveHundredPercentBlamesThePeak) {
+  MfuSummary m;
+  m.flops_per_example = 50e6;
+  m.achieved_tflops = 0.017;
+  m.peak_tflops = 0.013;
+  m.peak_source = "measured GEMM 32 x 2048 x 2048 float32";
+  m.mfu = m.achieved_tflops / *m.peak_tflops;
+  EXPECT_NE(format_mfu(m).find("MFU 130.8%  (above 100%: the peak was measured low"), std::string::npos)
+      << format_mfu(m);
 }
 
 }  // namespace
