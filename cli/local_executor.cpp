@@ -223,9 +223,9 @@ void stop_and_reap(std::vector<Child>& children, pid_t pgid, double grace) {
 /// The most useful line of a failed rank's log: its "trainbench-worker rank R: ..." message if
 /// there is one, else (unless it died by a signal) its last line that is not library noise.
 std::string error_line(const Child& c, const std::vector<std::string>& lines) {
-  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
-    if (it->find("trainbench-worker rank") != std::string::npos) return *it;
-  }
+  std::string text;
+  for (const auto& l : lines) text += l + "\n";
+  if (std::string worker = read_failure_text(text).error_line; !worker.empty()) return worker;
   if (c.code != CLD_EXITED) return {};
   for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
     if (!is_library_noise(*it)) return *it;  // not glog's notice or a libtorch warning
