@@ -80,13 +80,16 @@ run_example() {
     while read -r pod ip; do
       [ -n "$ip" ] || continue
       for pid in $(pod_pids "$ip"); do
-        # (A process that is exiting meanwhile is passed over: its /proc entry is gone, or it is a
-        # zombie, with no command line and no root any more.)
+        # (A process that is exiting meanwhile is passed over: its /proc entry is gone, or it is
+        # exiting. The kernel drops an exiting process's memory, so its command line, before its
+        # root (exit_mm before exit_fs), so a root that no longer resolves is a failure only when
+        # the command line, read after it, is still there.)
         ids=$(ids_of "$pid" 2>/dev/null) && [ -n "$ids" ] || continue
         [ "$ids" = "65532 65532" ] || fail "pod $pod: process $pid runs as $ids"
-        cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue
-        [ -x "/proc/$pid/root/usr/local/bin/trainbench-worker" ] || [ -z "$cmd" ] || [ ! -e "/proc/$pid" ] ||
+        if [ ! -x "/proc/$pid/root/usr/local/bin/trainbench-worker" ]; then
+          cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) && [ -n "$cmd" ] || continue
           fail "pod $pod: process $pid ($cmd) is not in the worker image"
+        fi
         case " $seen " in *" $pod "*) ;; *) seen+=" $pod" ;; esac
       done
     done < <(kc get pods -l "trainbench.dev/job=$name" --field-selector=status.phase=Running \
