@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "core/job_status.hpp"
+#include "core/master_ports.hpp"
 #include "core/spec.hpp"
 #include "core/text_cells.hpp"
 #include "core/yaml_json.hpp"
@@ -423,21 +424,23 @@ json run_policy_schema() {
 
 json spec_schema() {
   const BenchmarkJob j;
-  json spec = object_t("The benchmark and its sweep of cluster shapes; trainbench run reads the same document.",
-                       {{"benchmark", benchmark_schema()},
-                        {"sweep", sweep_schema()},
-                        {"device", enum_t(known_devices(), "Where the workers train.", to_string(j.device))},
-                        {"backend", enum_t(known_backends(), "Collective backend; unset: gloo on cpu, nccl on cuda.")},
-                        {"masterPort", int_t("MASTER_PORT of every run (the rendezvous store on the master pod).",
-                                             bounds::kMasterPort, j.master_port)},
-                        {"runPolicy", run_policy_schema()},
-                        {"template", template_schema()},
-                        {"nccl", nccl_schema()},
-                        {"baseline", baseline_schema()},
-                        {"suspend", bool_t("Operator: no pods while true (queueing, e.g. Kueue admits the job by "
-                                           "setting false); suspending a running job interrupts its current run, "
-                                           "which starts again from its beginning on resume (unset: false).")}},
-                       {"benchmark", "sweep"});
+  json spec =
+      object_t("The benchmark and its sweep of cluster shapes; trainbench run reads the same document.",
+               {{"benchmark", benchmark_schema()},
+                {"sweep", sweep_schema()},
+                {"device", enum_t(known_devices(), "Where the workers train.", to_string(j.device))},
+                {"backend", enum_t(known_backends(), "Collective backend; unset: gloo on cpu, nccl on cuda.")},
+                {"masterPort", int_t("MASTER_PORT of every run (the rendezvous store on the master pod); not 9390, "
+                                     "the master pod's progress port.",
+                                     bounds::kMasterPort, j.master_port)},
+                {"runPolicy", run_policy_schema()},
+                {"template", template_schema()},
+                {"nccl", nccl_schema()},
+                {"baseline", baseline_schema()},
+                {"suspend", bool_t("Operator: no pods while true (queueing, e.g. Kueue admits the job by "
+                                   "setting false); suspending a running job interrupts its current run, "
+                                   "which starts again from its beginning on resume (unset: false).")}},
+               {"benchmark", "sweep"});
   const BenchmarkSpec b;
   const SweepEntry e;
   const std::string paradigm =
@@ -446,7 +449,10 @@ json spec_schema() {
       cel_value(b.paradigm) + "))";
   const std::string device = field_or("self", "device", cel_value(j.device));
   spec["x-kubernetes-validations"] = json::array(
-      {cel("!has(self.backend) || self.backend != " + cel_value(Backend::kNccl) + " || " + device +
+      {cel("!has(self.masterPort) || self.masterPort != " + std::to_string(kMasterProgressPort),
+           "spec.masterPort: must not be " + std::to_string(kMasterProgressPort) +
+               " (the master pod serves its run's progress there)"),
+       cel("!has(self.backend) || self.backend != " + cel_value(Backend::kNccl) + " || " + device +
                " == " + cel_value(Device::kCuda),
            "spec.backend: nccl needs spec.device cuda"),
        cel("!has(self.sweep) || self.sweep.all(e, " + paradigm + " != " + cel_value(Paradigm::kNone) + " || (" +

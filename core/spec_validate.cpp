@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/master_ports.hpp"
 #include "core/model_sizes.hpp"
 #include "core/spec.hpp"
 #include "core/spec_messages.hpp"
@@ -385,6 +386,10 @@ void check_cluster(Checker& c, const BenchmarkJob& job) {
     }
   }
   c.in_range("spec.masterPort", job.master_port, kMasterPort);
+  if (job.master_port == kMasterProgressPort) {
+    c.add("spec.masterPort", "must not be " + std::to_string(kMasterProgressPort) +
+                                 ": the master pod serves its run's progress on that port");
+  }
 }
 
 /// spec.baseline: exactly one of benchmarkJob (not this job) and configMap, well-formed names,

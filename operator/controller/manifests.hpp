@@ -4,13 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/master_ports.hpp"
 #include "core/run_config.hpp"
 
 namespace trainbench::op {
-
-/// The master pod serves its run's progress (GET /progress, a RunProgressSample: core/run_progress.hpp)
-/// on this port (container port "progress"); the operator polls it (docs/operator.md, "Progress").
-inline constexpr int kMasterProgressPort = 9390;
 
 /// The BenchmarkJob an object belongs to: its ownerReference and its settings for pods.
 struct JobContext {
