@@ -10,7 +10,7 @@
 namespace trainbench::cli {
 
 const char* const kDiffUsage =
-    "usage: trainbench diff BASE.json TEST.json [--fail-on-regression PCT]\n"
+    "usage: trainbench diff BASE.json TEST.json [--fail-on-regression PCT] [--output text|json]\n"
     "\n"
     "Compares two reports written by `trainbench run --json`, in the layout of PyTorch's\n"
     "benchmarks/distributed/ddp/diff.py: the configurations side by side, then for each run\n"
@@ -22,6 +22,10 @@ const char* const kDiffUsage =
     "options:\n"
     "  --fail-on-regression PCT  exit 4 when a row's p50 examples/sec is significantly lower\n"
     "                            than the baseline's by more than PCT percent (for CI)\n"
+    "  --output json             print the comparison as one JSON document instead: every row\n"
+    "                            with both sides, its change, verdict (faster, slower, no-change,\n"
+    "                            cannot-tell) and, with --fail-on-regression, the regression\n"
+    "                            verdict (docs/report.md, \"The diff as JSON\"); exit codes as for text\n"
     "\n"
     "exit codes: 0 ok, 2 a file is missing or not a valid report, or the command line is wrong,\n"
     "            4 a regression beyond --fail-on-regression PCT\n";
@@ -48,7 +52,7 @@ std::optional<std::pair<Report, Report>> load_both(const std::vector<std::string
 }  // namespace
 
 int cmd_diff(const std::vector<std::string>& args) {
-  const ParsedArgs a = parse_args(args, {"--fail-on-regression"});
+  const ParsedArgs a = parse_args(args, {"--fail-on-regression", "--output"});
   if (a.help) {
     std::cout << kDiffUsage;
     return kExitOk;
@@ -61,9 +65,10 @@ int cmd_diff(const std::vector<std::string>& args) {
   if (a.has("--fail-on-regression")) {
     threshold = parse_regression_threshold("--fail-on-regression", a.value("--fail-on-regression"));
   }
+  const DiffFormat format = parse_diff_format("--output", a.value("--output", "text"));
   const auto reports = load_both(a.positional);
   if (!reports) return kExitUsage;
-  return print_diff(reports->first, reports->second, threshold, std::cout);
+  return print_diff(reports->first, reports->second, threshold, std::cout, format);
 }
 
 }  // namespace trainbench::cli

@@ -37,7 +37,7 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  report NAME [--json OUT.json]   the job's report in `trainbench run`'s text layout\n"
-    "  diff BASE TEST [--fail-on-regression PCT]\n"
+    "  diff BASE TEST [--fail-on-regression PCT] [-o json]\n"
     "                                  compare two jobs' reports as `trainbench diff` does\n"
     "  plot NAME -o scaling.svg        the job's scaling plot (SVG)\n"
     "  logs NAME [--run I] [--rank R] [--attempt A] [--master] [-f]\n"
@@ -60,7 +60,7 @@ constexpr const char* kReportUsage =
     "\n" TB_CONNECTION_FLAGS "\n" TB_EXIT_CODES;
 
 constexpr const char* kDiffUsage =
-    "usage: kubectl trainbench diff BASE TEST [--fail-on-regression PCT] [-n NS] [--context C]\n"
+    "usage: kubectl trainbench diff BASE TEST [--fail-on-regression PCT] [-o json] [-n NS] [--context C]\n"
     "\n"
     "Compares the reports of two BenchmarkJobs (same namespace) exactly as `trainbench diff`\n"
     "compares two JSON reports: settings side by side, p75/p95 sec/iter, ex/sec and their change\n"
@@ -69,6 +69,7 @@ constexpr const char* kDiffUsage =
     "options:\n"
     "  --fail-on-regression PCT  exit 4 when a row's p50 ex/sec is significantly lower than\n"
     "                            BASE's by more than PCT percent (for CI)\n"
+    "  -o, --output json         print the comparison as JSON, as `trainbench diff --output json`\n"
     "\n" TB_CONNECTION_FLAGS "\n" TB_EXIT_CODES;
 
 constexpr const char* kPlotUsage =

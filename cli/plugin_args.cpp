@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "cli/args.hpp"
+#include "cli/diff_output.hpp"
 #include "cli/regression_check.hpp"
 
 namespace trainbench::cli {
@@ -50,7 +51,7 @@ std::vector<std::string> expand_short_flags(const std::vector<std::string>& word
 std::set<std::string> value_options(PluginCommand c) {
   std::set<std::string> v{"--kubeconfig", "--context", "--namespace"};
   if (c == PluginCommand::kReport) v.insert("--json");
-  if (c == PluginCommand::kDiff) v.insert("--fail-on-regression");
+  if (c == PluginCommand::kDiff) v.insert({"--fail-on-regression", "--output"});
   if (c == PluginCommand::kPlot) v.insert("--output");
   if (c == PluginCommand::kLogs) v.insert({"--run", "--rank", "--attempt"});
   return v;
@@ -114,6 +115,7 @@ PluginRequest parse_plugin_args(PluginCommand command, const std::vector<std::st
     r.fail_threshold = parse_regression_threshold("--fail-on-regression", a.value("--fail-on-regression"));
   }
   r.output = a.value("--output");
+  if (command == PluginCommand::kDiff && !r.output.empty()) parse_diff_format("--output", r.output);
   if (command == PluginCommand::kPlot && r.output.empty())
     throw UsageError("plot needs -o FILE.svg (\"-o -\": stdout)");
   if (command == PluginCommand::kLogs) r.logs = logs_target(a);

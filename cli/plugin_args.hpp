@@ -38,7 +38,7 @@ struct PluginRequest {
   std::vector<std::string> names;        ///< report/plot/logs: one job; diff: base, test
   std::string json_out;                  ///< report --json OUT.json
   std::optional<double> fail_threshold;  ///< diff --fail-on-regression PCT
-  std::string output;                    ///< plot -o/--output FILE ("-": stdout)
+  std::string output;                    ///< plot -o/--output FILE ("-": stdout); diff: text | json
   LogsTarget logs;
 };
 

@@ -154,7 +154,8 @@ int plugin_diff(const PluginRequest& r) {
   const PluginCluster cluster(r.kube);
   const ClusterJob base = cluster.job(r.names[0]);
   const ClusterJob test = cluster.job(r.names[1]);
-  return print_diff(job_report(base), job_report(test), r.fail_threshold, std::cout);
+  const DiffFormat format = r.output.empty() ? DiffFormat::kText : parse_diff_format("--output", r.output);
+  return print_diff(job_report(base), job_report(test), r.fail_threshold, std::cout, format);
 }
 
 int plugin_plot(const PluginRequest& r) {

@@ -188,6 +188,58 @@ TEST(CliDiff, OneRepeatEachCannotTellAndRowsOnOneSideAreListed) {
   EXPECT_TRUE(contains(r.err, "--fail-on-regression: expected a percentage between 0 and 100, got \"lots\"")) << r.err;
 }
 
+TEST(CliDiff, JsonOutputHasEveryRowTheVerdictAndTheRegression) {
+  TempDir dir;
+  const std::string base = with_repeats(dir.file("base.json"), {{0, kLowNoise}, {2, kLowNoise}});
+  const std::string test = with_repeats(dir.file("test.json"), {{0, kLowNoise}, {2, times(kLowNoise, 1.1)}});
+  CliResult r = run_cli({"diff", base, test, "--fail-on-regression", "5", "--output", "json"}, {}, dir.path());
+  EXPECT_EQ(r.code, 4) << r.out << r.err;  // the exit code is the text diff's
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("schemaVersion"), 1);
+  ASSERT_EQ(j.at("rows").size(), 4U) << r.out;
+  const nlohmann::json* slowed = nullptr;
+  for (const auto& row : j.at("rows")) {
+    EXPECT_EQ(row.at("in"), "both") << row;
+    if (row.at("name") == "2 CPUs -- 1M/2G") slowed = &row;
+  }
+  ASSERT_NE(slowed, nullptr) << r.out;
+  EXPECT_EQ(slowed->at("verdict"), "slower");
+  EXPECT_EQ(slowed->at("samples"), (nlohmann::json{{"baseline", 5}, {"test", 5}}));
+  EXPECT_NEAR(slowed->at("change").at("percent").get<double>(), -100.0 / 11, 0.01);  // 1/1.1 - 1
+  EXPECT_LT(slowed->at("change").at("highPercent").get<double>(), 0) << *slowed;
+  EXPECT_LT(slowed->at("change").at("pValue").get<double>(), 0.05);
+  EXPECT_TRUE(slowed->at("regression").get<bool>());
+  EXPECT_EQ(slowed->at("baseline").at("repeats"), 5);
+  EXPECT_GT(slowed->at("baseline").at("examplesPerSec").get<double>(), 0);
+  EXPECT_EQ(j.at("rows")[0].at("verdict"), "no-change") << j.at("rows")[0];
+  EXPECT_FALSE(j.at("rows")[0].at("regression").get<bool>());
+  EXPECT_EQ(j.at("regression").at("regressed"), true);
+  EXPECT_EQ(j.at("regression").at("rows"), nlohmann::json::array({"2 CPUs -- 1M/2G"}));
+  EXPECT_EQ(j.at("regression").at("headline"),
+            "1 of 4 compared rows significantly slower by more than 5% (p50 ex/sec)");
+  // Without a threshold: no regression members, exit 0; rows on one side and failed ones say so.
+  r = run_cli({"diff", base, data_dir() + "/report-bucket1.json", "--output=json"}, {}, dir.path());
+  EXPECT_EQ(r.code, 0) << r.err;
+  const nlohmann::json k = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(k.contains("regression"));
+  bool only_in_test = false, failed_in_test = false;
+  for (const auto& row : k.at("rows")) {
+    EXPECT_FALSE(row.contains("regression"));
+    if (row.at("name") == "4 CPUs -- 1M/4G") {
+      only_in_test = row.at("in") == "test" && !row.contains("baseline") && !row.contains("verdict");
+    }
+    if (row.at("name") == "2 CPUs -- 2M/1G") {
+      failed_in_test = row.at("test").at("phase") == "Failed" &&
+                       !row.at("test").at("error").get<std::string>().empty() && !row.contains("verdict") &&
+                       !row.contains("examplesPerSecChangePercent");
+    }
+  }
+  EXPECT_TRUE(only_in_test && failed_in_test) << r.out;
+  r = run_cli({"diff", base, test, "--output", "yaml"}, {}, dir.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "--output: expected text or json, got \"yaml\"")) << r.err;
+}
+
 TEST(CliUsage, HelpVersionAndMistakes) {
   TempDir dir;
   CliResult r = run_cli({"--help"}, {}, dir.path());

@@ -50,6 +50,7 @@ TEST(PluginArgs, EachCommandTakesItsNamesAndOptions) {
   ASSERT_TRUE(d.fail_threshold);
   EXPECT_DOUBLE_EQ(*d.fail_threshold, 5);
   EXPECT_FALSE(parse_plugin_args(PluginCommand::kDiff, {"a", "b"}).fail_threshold);
+  EXPECT_EQ(parse_plugin_args(PluginCommand::kDiff, {"a", "b", "-o", "json"}).output, "json");
   EXPECT_EQ(parse_plugin_args(PluginCommand::kPlot, {"j", "-o", "-"}).output, "-");
   EXPECT_EQ(parse_plugin_args(PluginCommand::kPlot, {"j", "--output=s.svg"}).output, "s.svg");
   EXPECT_TRUE(parse_plugin_args(PluginCommand::kLogs, {"--help"}).help);
@@ -85,6 +86,9 @@ TEST(PluginArgs, MistakesNameTheOptionOrArgument) {
             "--master and --rank name different pods: give one");
   EXPECT_EQ(usage_error(PluginCommand::kDiff, {"a", "b", "--fail-on-regression", "lots"}),
             "--fail-on-regression: expected a percentage between 0 and 100, got \"lots\"");
+  EXPECT_EQ(usage_error(PluginCommand::kDiff, {"a", "b", "-o", "yaml"}),
+            "--output: expected text or json, got \"yaml\"");
+  EXPECT_EQ(usage_error(PluginCommand::kReport, {"a", "-o", "json"}), "unknown option --output");
   EXPECT_EQ(parse_plugin_command("logs"), PluginCommand::kLogs);
   EXPECT_FALSE(parse_plugin_command("log"));
 }

@@ -71,6 +71,12 @@ rc_cli=0 rc_plugin=0
 kubectl trainbench diff base test --fail-on-regression 50 >"$WORK/diff.txt" || rc_plugin=$?
 diff -u "$WORK/diff-cli.txt" "$WORK/diff.txt" || fail "kubectl trainbench diff differs from trainbench diff"
 [ "$rc_cli" = "$rc_plugin" ] || fail "diff exit codes: trainbench $rc_cli, plugin $rc_plugin"
+rc_cli=0 rc_plugin=0
+"$TB" diff "$WORK/base.json" "$WORK/test.json" --fail-on-regression 50 --output json >"$WORK/diff-cli.json" || rc_cli=$?
+kubectl trainbench diff base test --fail-on-regression 50 -o json >"$WORK/diff.json" || rc_plugin=$?
+jq -e '.rows | length > 0' "$WORK/diff.json" >/dev/null || fail "kubectl trainbench diff -o json: $(head -c 300 "$WORK/diff.json")"
+cmp "$WORK/diff-cli.json" "$WORK/diff.json" || fail "kubectl trainbench diff -o json differs from trainbench diff --output json"
+[ "$rc_cli" = "$rc_plugin" ] || fail "diff -o json exit codes: trainbench $rc_cli, plugin $rc_plugin"
 
 # plot: the SVG `trainbench report --plot` writes for the same report.
 kubectl trainbench plot base -o "$WORK/scaling.svg" || fail "plot failed"
