@@ -64,12 +64,18 @@ RunConfig planned_run(const ClusterJob& job, int index) {
   return runs[static_cast<std::size_t>(index)];
 }
 
-/// The runs that failed, as `trainbench run` reports a failed run: status.report has only the
-/// runs whose result the operator read, status.runs[] the others' phase and message.
+/// The failed runs that status.report lacks, as `trainbench run` reports a failed run: the
+/// operator puts them in the report, but a status written by an earlier build had only the runs
+/// whose result it read there (the others' phase and message are in status.runs[]), and a job
+/// whose every run failed before one ended has no report at all.
 std::vector<RunReport> failed_runs(const ClusterJob& job) {
   std::vector<RunReport> out;
+  const auto in_report = [&job](int index) {
+    return job.status.report && std::any_of(job.status.report->runs.begin(), job.status.report->runs.end(),
+                                            [index](const RunReport& r) { return r.index == index; });
+  };
   for (const auto& r : job.status.runs) {
-    if (r.phase == RunPhase::kFailed && !r.summary) {
+    if (r.phase == RunPhase::kFailed && !r.summary && !in_report(r.index)) {
       out.push_back(failed_run(planned_run(job, r.index), r.message.value_or("")));
     }
   }

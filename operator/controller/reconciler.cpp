@@ -356,6 +356,7 @@ class Reconcile {
     }
     drive_run(runs[static_cast<std::size_t>(done)], pol);
     if (status_.phase == JobPhase::kRunning) estimate_progress(runs[static_cast<std::size_t>(done)]);
+    if (status_.phase == JobPhase::kFailed) rebuild_report(spec, runs);  // with the run that failed it
   }
 
   // ---- progress (docs/operator.md, "Progress") ----
@@ -773,6 +774,8 @@ class Reconcile {
     bool have_env = false;
     for (const auto& r : runs) {
       const RunStatus& rs = run_status(r.index);
+      // A failed run is a row as `trainbench run` reports it (its error, no timings).
+      if (!rs.summary && rs.phase == RunPhase::kFailed) reports.push_back(failed_run(r, rs.message.value_or("")));
       if (!rs.summary) continue;
       reports.push_back(*rs.summary);
       if (!have_env && rs.environment) {

@@ -301,6 +301,14 @@ TEST(PluginReport, FailedRunsAreRowsWithTheirErrorAsTrainbenchRunPrintsThem) {
   EXPECT_EQ(f.model, "mlp");
   EXPECT_FALSE(f.baseline_run);
   EXPECT_EQ(f.runs[0].phase, "Failed");
+
+  // Today's operator puts the failed run in status.report itself: it is not added twice.
+  ClusterJob with_row = job;
+  with_row.status.report = r;
+  const Report w = job_report(with_row);
+  ASSERT_EQ(w.runs.size(), 3u);
+  EXPECT_EQ(w.runs[1].phase, "Failed");
+  EXPECT_EQ(format_report(w), format_report(r));
 }
 
 }  // namespace

@@ -413,6 +413,12 @@ TEST(Reconciler, FailedPodRestartsTheWholeRunThenFailsAfterBackoff) {
   EXPECT_NE(msg.find("exited with code 1"), std::string::npos) << msg;
   EXPECT_NE(msg.find("trainbench-worker rank 1: boom"), std::string::npos) << msg;
   EXPECT_TRUE(o.pods.empty()) << "the running master must not outlive a failed job";
+  // The report has the failed run as a row, as `trainbench run` reports one: its error, no timings.
+  ASSERT_TRUE(st.contains("report")) << st.dump();
+  ASSERT_EQ(st["report"]["runs"].size(), 1u) << st["report"].dump();
+  EXPECT_EQ(st["report"]["runs"][0]["phase"], "Failed");
+  EXPECT_EQ(st["report"]["runs"][0]["error"], st["runs"][0]["message"]);
+  EXPECT_FALSE(st["report"]["runs"][0].contains("speedup"));
 }
 
 /// The master of run 0's attempt `attempt` ends as it does on seeing its run hang: exit code 3,

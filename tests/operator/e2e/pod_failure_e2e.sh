@@ -51,6 +51,9 @@ reason=$(kc get bj "$JOB" -o jsonpath='{.status.conditions[?(@.type=="Failed")].
 msg=$(kc get bj "$JOB" -o jsonpath='{.status.conditions[?(@.type=="Failed")].message}')
 grep -q "$JOB-r0-a1-trainer-0" <<<"$msg" && grep -q "exited with code 137" <<<"$msg" || fail "Failed message: $msg"
 [ "$(kc get bj "$JOB" -o jsonpath='{.status.runs[0].phase}')" = Failed ] || fail "run not Failed"
+# The report has the failed run as a row, with the run's message as its error (trainbench run's JSON).
+kc get bj "$JOB" -o json | jq -e '.status as $s | $s.report.runs | length == 1 and .[0].phase == "Failed" and .[0].error == $s.runs[0].message' >/dev/null ||
+  fail "the failed run is not in status.report: $(kc get bj "$JOB" -o jsonpath='{.status.report}')"
 kc get bj "$JOB" | grep -q Failed || fail "kubectl get bj does not show Failed"
 
 # Nothing left: no pod of the job, no process of any pod (the master and the surviving worker
