@@ -1,5 +1,6 @@
 #include "operator/controller/baseline.hpp"
 
+#include <algorithm>
 #include <variant>
 
 #include "core/compare.hpp"
@@ -20,6 +21,11 @@ RegressionOutcome unknown(const std::string& reason, const std::string& message)
   return {ConditionStatus::kUnknown, reason, message};
 }
 
+/// Whether some run of the report succeeded (a failed run is a row without numbers).
+bool any_succeeded(const Report& r) {
+  return std::any_of(r.runs.begin(), r.runs.end(), [](const RunReport& run) { return run.phase == "Succeeded"; });
+}
+
 /// "BenchmarkJob base" or "ConfigMap reports (key report)".
 std::string describe(const BaselineSpec& spec) {
   return spec.benchmark_job.empty() ? "ConfigMap " + spec.config_map + " (key " + spec.config_map_key + ")"
@@ -38,7 +44,9 @@ std::variant<Report, RegressionOutcome> baseline_report(const BaselineSpec& spec
                                               "); compared when it does");
       }
       if (!status.contains("report")) return unknown("BaselineInvalid", what + " ended without a report");
-      return report_from_json(status.at("report"));
+      Report rep = report_from_json(status.at("report"));
+      if (!any_succeeded(rep)) return unknown("BaselineInvalid", what + " ended without a run that succeeded");
+      return rep;
     }
     const json data = get_or(object, "data", json::object());
     if (!data.contains(spec.config_map_key)) return unknown("BaselineInvalid", what + ": no such key");
@@ -84,7 +92,8 @@ RegressionOutcome judge_regression(const BaselineSpec& spec, const std::optional
   const std::string what = describe(spec);
   if (!found.error.empty()) return unknown("BaselineNotFound", "cannot read " + what + ": " + bounded(found.error));
   if (!found.object) return unknown("BaselineNotFound", what + " not found in the job's namespace");
-  if (!report) return unknown("NoReport", "no run succeeded: nothing to compare with " + what);
+  if (!report || !any_succeeded(*report))
+    return unknown("NoReport", "no run succeeded: nothing to compare with " + what);
   auto base = baseline_report(spec, *found.object);
   if (const auto* why = std::get_if<RegressionOutcome>(&base)) return {why->status, why->reason, bounded(why->message)};
   const RegressionVerdict v =

@@ -178,6 +178,16 @@ TEST(Baseline, MissingUnreadableOrUnfinishedBaselineSaysSo) {
   c = regressed(
       reconcile(observed(job("bj", kBaseJob, std::nullopt, JobPhase::kFailed), job("base", nullptr, report(1)))));
   EXPECT_EQ(c["reason"], "NoReport");
+
+  // A report whose every row is a failed run (the operator writes those) compares nothing either.
+  Report failed = report(1);
+  failed.runs[0].phase = "Failed";
+  failed.runs[0].error = "pod bj-r0-a0-trainer-0 failed";
+  c = regressed(reconcile(observed(job("bj", kBaseJob, failed, JobPhase::kFailed), job("base", nullptr, report(1)))));
+  EXPECT_EQ(c["reason"], "NoReport");
+  c = regressed(reconcile(observed(j, job("base", nullptr, failed, JobPhase::kFailed))));
+  EXPECT_EQ(c["reason"], "BaselineInvalid");
+  EXPECT_EQ(c["message"], "BenchmarkJob base ended without a run that succeeded");
 }
 
 TEST(Baseline, LookedUpOnlyOnceTheJobEndedAndUntilDecided) {
