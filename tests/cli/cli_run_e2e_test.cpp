@@ -154,7 +154,15 @@ TEST_F(RealWorkerTest, MlpSweepProducesSeedStyleReport) {
     EXPECT_EQ(contains(line, "noisy ["), noisy) << line;
     EXPECT_EQ(contains(line, "below target ["), run["belowTarget"].get<bool>()) << line;
     expect_plausible_utilization(run, i == 0 ? "none" : "ddp");
+    // MFU against the GEMM every worker timed at the start of the run (worker/peak_gemm).
+    const auto& mfu = run["mfu"];
+    const double flops = mfu["flopsPerExample"], achieved = mfu["achievedTFLOPS"], peak = mfu["peakTFLOPS"];
+    EXPECT_NEAR(achieved, flops * run["examplesPerSec"]["p50"].get<double>() / world / 1e12, achieved * 1e-9);
+    EXPECT_GT(peak, 0);
+    EXPECT_EQ(mfu["peakSource"].get<std::string>().rfind("measured GEMM ", 0), 0U) << mfu;
+    EXPECT_NEAR(mfu["mfu"].get<double>(), achieved / peak, 1e-9);
   }
+  EXPECT_TRUE(contains(r.out, "Model FLOPs utilization (training FLOPs = 3 x forward")) << r.out;
   EXPECT_TRUE(contains(r.out, "Hardware utilization over the measured steps")) << r.out;
   EXPECT_GE(rep["environment"]["cpuCores"].get<int>(), 1);
   EXPECT_TRUE(contains(r.out, "noise (the spread of the repeats' p50 sec/iter, threshold 10%): ")) << r.out;
