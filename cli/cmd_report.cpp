@@ -2,7 +2,7 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
-#include "cli/file_output.hpp"
+#include "core/atomic_file.hpp"
 #include "core/report.hpp"
 #include "core/report_format.hpp"
 #include "core/scaling_plot.hpp"

@@ -6,8 +6,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/diff_output.hpp"
-#include "cli/file_output.hpp"
 #include "cli/rank_pod.hpp"
+#include "core/atomic_file.hpp"
 #include "core/report_format.hpp"
 #include "core/run_config.hpp"
 #include "core/scaling_plot.hpp"

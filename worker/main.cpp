@@ -178,7 +178,7 @@ int run_master_from_env() {
     } else if (file.empty()) {
       std::cout << payload.dump() << std::endl;
     } else {
-      trainbench::worker::write_file_atomically(file, payload.dump() + "\n");
+      trainbench::write_file_atomically(file, payload.dump() + "\n");
     }
   });
   return 0;
