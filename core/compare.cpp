@@ -1,6 +1,7 @@
 #include "core/compare.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -71,19 +72,31 @@ std::string row_line(const RowComparison& r) {
 
 }  // namespace
 
-std::string to_string(Verdict v) {
-  switch (v) {
-    case Verdict::kFaster:
-      return "faster";
-    case Verdict::kSlower:
-      return "slower";
-    case Verdict::kNoChange:
-      return "~";
-    case Verdict::kCannotTell:
-      return "cannot tell";
+namespace {
+
+/// Every verdict's spellings, in one table: the text diff's and the JSON's.
+struct VerdictSpelling {
+  Verdict verdict;
+  const char* text;
+  const char* word;
+};
+constexpr std::array<VerdictSpelling, 4> kVerdictSpellings{{{Verdict::kFaster, "faster", "faster"},
+                                                            {Verdict::kSlower, "slower", "slower"},
+                                                            {Verdict::kNoChange, "~", "no-change"},
+                                                            {Verdict::kCannotTell, "cannot tell", "cannot-tell"}}};
+
+const VerdictSpelling& spelling(Verdict v) {
+  for (const auto& s : kVerdictSpellings) {
+    if (s.verdict == v) return s;
   }
-  return "?";
+  return kVerdictSpellings.back();
 }
+
+}  // namespace
+
+std::string to_string(Verdict v) { return spelling(v).text; }
+
+std::string verdict_word(Verdict v) { return spelling(v).word; }
 
 ThroughputChange compare_samples(const std::vector<double>& base_sec, const std::vector<double>& test_sec,
                                  double alpha) {

@@ -30,6 +30,8 @@ enum class Verdict {
 
 /// "faster", "slower", "~", "cannot tell (n=1+1)" is the row's text; this is the word alone.
 std::string to_string(Verdict v);
+/// "faster", "slower", "no-change", "cannot-tell": the verdict as JSON says it (core/compare_json).
+std::string verdict_word(Verdict v);
 
 /// The change of p50 examples/sec from baseline to test, as ratios test / baseline (1.05: 5%
 /// more ex/sec). From the repeats' p50 sec/iter: their geometric means' ratio, inverted.

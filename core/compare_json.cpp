@@ -1,8 +1,6 @@
 #include "core/compare_json.hpp"
 
 #include <algorithm>
-#include <array>
-#include <utility>
 
 namespace trainbench {
 namespace {
@@ -45,7 +43,7 @@ json row_json(const RowComparison& r, const std::vector<const RowComparison*>& r
     j["examplesPerSecChangePercent"] = (r.test->examples_per_sec.p50 / r.base->examples_per_sec.p50 - 1) * 100;
   }
   if (r.verdict) {
-    j["verdict"] = verdict_json_word(*r.verdict);
+    j["verdict"] = verdict_word(*r.verdict);
     j["samples"] = {{"baseline", r.base_samples}, {"test", r.test_samples}};
   }
   if (r.change) j["change"] = change_json(*r.change);
@@ -54,17 +52,6 @@ json row_json(const RowComparison& r, const std::vector<const RowComparison*>& r
 }
 
 }  // namespace
-
-std::string verdict_json_word(Verdict v) {
-  static constexpr std::array<std::pair<Verdict, const char*>, 4> kWords{{{Verdict::kFaster, "faster"},
-                                                                          {Verdict::kSlower, "slower"},
-                                                                          {Verdict::kNoChange, "no-change"},
-                                                                          {Verdict::kCannotTell, "cannot-tell"}}};
-  for (const auto& [verdict, word] : kWords) {
-    if (verdict == v) return word;
-  }
-  return "cannot-tell";
-}
 
 json comparison_to_json(const Comparison& c, std::optional<double> threshold_percent) {
   const auto regressed = threshold_percent ? regressions(c, *threshold_percent) : std::vector<const RowComparison*>{};

@@ -34,9 +34,6 @@ namespace trainbench {
 
 inline constexpr int kComparisonSchemaVersion = 1;
 
-/// "faster", "slower", "no-change", "cannot-tell": the verdict as JSON says it.
-std::string verdict_json_word(Verdict v);
-
 /// The comparison as above; `threshold_percent` is --fail-on-regression's PCT, if given.
 nlohmann::json comparison_to_json(const Comparison& c, std::optional<double> threshold_percent);
 
