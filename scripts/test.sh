@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # README command 2: install the dependencies, build, and run every test.
-#  1. the full build (core, cli, worker) and all ctest tests;
+#  0. the real Kubernetes control plane (scripts/controlplane.sh: from the Go module proxy, cached);
+#  1. the full build (core, cli, worker) and all ctest tests (label controlplane: on that control plane);
 #  2. core/ and operator/ rebuilt with AddressSanitizer + UBSan, their unit tests run again;
 #  3. the libFuzzer harnesses (fuzz/, clang, build-fuzz/): each replays its seeds and regression
 #     cases, then fuzzes for TRAINBENCH_FUZZ_SECONDS (30) seconds.
@@ -8,6 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+echo "== the Kubernetes control plane for the controlplane tests (built once per machine) =="
+bash scripts/controlplane.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 
 echo "== build (RelWithDebInfo) =="

@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# A real Kubernetes control plane for tests, started the way controller-runtime's envtest starts
+# one: etcd, kube-apiserver, kube-controller-manager and kube-scheduler as local processes on
+# loopback ports, with a PKI generated for the occasion. The binaries come from
+# scripts/controlplane.sh (built once per machine from the Go module proxy).
+#
+#   controlplane.sh start DIR   start one (first stopping one a killed run left in DIR); prints `controlplane ready https://127.0.0.1:PORT` when
+#                               the API server is ready, the controllers run and the `default`
+#                               ServiceAccount exists; exits 1 (and leaves nothing) otherwise
+#   controlplane.sh stop DIR    stop it (SIGTERM, then SIGKILL after 10 s) and remove DIR
+#   controlplane.sh env DIR     shell assignments for a test: KUBECONFIG, CONTROLPLANE_URL, ...
+#
+# DIR afterwards holds:
+#   pki/ca.crt, ca.key              the cluster CA (signs every certificate below)
+#   pki/apiserver.{crt,key}         serving cert: 127.0.0.1, ::1, localhost, 10.0.0.1,
+#                                   kubernetes, kubernetes.default(.svc(.cluster.local))
+#   pki/admin.{crt,key}             client cert CN=trainbench-admin, O=system:masters
+#   pki/sa.{key,pub}                ServiceAccount token signing key (RS256), as kubeadm's
+#   pki/apiserver-kubelet-client.*  the API server's client cert towards node agents (O=system:masters)
+#   kubeconfig                      admin kubeconfig (certificate-authority-data, client cert)
+#   controller-manager.kubeconfig, scheduler.kubeconfig   CN=system:kube-controller-manager,
+#                                   CN=system:kube-scheduler: the bootstrap RBAC's own identities
+#   audit.log                       the API server's audit log (JSON lines, level Metadata)
+#   etcd/ logs/ pids                etcd's data, each process's log, the process group
+# Environment: CONTROLPLANE_BIN (default: scripts/controlplane.sh --path),
+#   CONTROLPLANE_NODE_MONITOR_GRACE (kube-controller-manager --node-monitor-grace-period, 40s),
+#   CONTROLPLANE_START_TIMEOUT (seconds, 180).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+
+die() { echo "controlplane: $*" >&2; exit 1; }
+
+# A free TCP port on 127.0.0.1 (bound and released: another process may take it before us, which
+# start() meets as a failed start and retries).
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+
+make_pki() {
+  local p=$1/pki
+  mkdir -p "$p"
+  (
+    cd "$p"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 7 -subj "/CN=trainbench-test-ca" -keyout ca.key -out ca.crt \
+      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+    sign() {  # sign NAME SUBJECT EXTENSIONS
+      openssl req -newkey rsa:2048 -nodes -subj "$2" -keyout "$1.key" -out "$1.csr" 2>/dev/null
+      printf '%s\n' "$3" >"$1.ext"
+      openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 7 -extfile "$1.ext" \
+        -out "$1.crt" 2>/dev/null
+      rm -f "$1.csr" "$1.ext"
+    }
+    local client="basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=clientAuth"
+    sign apiserver "/CN=kube-apiserver" "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth
+subjectAltName=IP:127.0.0.1,IP:::1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+    sign admin "/O=system:masters/CN=trainbench-admin" "$client"
+    sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$client"
+    sign controller-manager "/CN=system:kube-controller-manager" "$client"
+    sign scheduler "/CN=system:kube-scheduler" "$client"
+    openssl genrsa -out sa.key 2048 2>/dev/null
+    openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+    chmod 600 ./*.key
+  )
+}
+
+# kubeconfig FILE URL CERT_NAME: a kubeconfig with the CA and a client certificate, embedded.
+kubeconfig() {
+  local p=$DIR/pki
+  cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: controlplane
+  cluster:
+    server: $2
+    certificate-authority-data: $(base64 -w0 "$p/ca.crt")
+users:
+- name: $3
+  user:
+    client-certificate-data: $(base64 -w0 "$p/$3.crt")
+    client-key-data: $(base64 -w0 "$p/$3.key")
+contexts:
+- name: controlplane
+  context: {cluster: controlplane, user: $3, namespace: default}
+current-context: controlplane
+EOF
+  chmod 600 "$1"
+}
+
+write_audit_policy() {
+  cat >"$DIR/audit-policy.yaml" <<'EOF'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: None
+  nonResourceURLs: ["/healthz*", "/livez*", "/readyz*", "/version"]
+- level: None
+  users: ["system:kube-controller-manager", "system:kube-scheduler"]
+  verbs: ["get"]
+  resources: [{group: "coordination.k8s.io", resources: ["leases"]}]
+- level: Metadata
+EOF
+}
+
+# launch NAME ARGS...: starts one component in the control plane's process group, logging to logs/NAME.log.
+launch() {
+  local name=$1; shift
+  # setsid: a session of its own, so that it outlives the script and a terminal's signals.
+  setsid "$@" </dev/null >"$DIR/logs/$name.log" 2>&1 &
+  echo "$! $name" >>"$DIR/pids"
+}
+
+# wait_until SECONDS WHAT CMD...: polls CMD; fails naming WHAT (with the component logs' tails).
+wait_until() {
+  local secs=$1 what=$2; shift 2
+  local end=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    if [ $SECONDS -ge $end ]; then
+      echo "controlplane: $what not within $secs s" >&2
+      for f in "$DIR"/logs/*.log; do echo "---- $(basename "$f") (tail) ----" >&2; tail -n 15 "$f" >&2; done
+      return 1
+    fi
+    check_alive || return 1
+    sleep 0.25
+  done
+}
+
+# Every component still running (one that exited is reported with its log's tail).
+check_alive() {
+  local pid name
+  while read -r pid name; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "controlplane: $name exited during start-up:" >&2
+      tail -n 20 "$DIR/logs/$name.log" >&2
+      return 1
+    fi
+  done <"$DIR/pids"
+}
+
+curl_api() { curl -sS --fail --cacert "$DIR/pki/ca.crt" --cert "$DIR/pki/admin.crt" --key "$DIR/pki/admin.key" "$URL$1"; }
+
+start_components() {
+  local etcd_client etcd_peer
+  etcd_client=$(free_port); etcd_peer=$(free_port); PORT=$(free_port)
+  URL="https://127.0.0.1:$PORT"
+  echo "$URL" >"$DIR/url"
+  echo "http://127.0.0.1:$etcd_client" >"$DIR/etcd-url"
+  kubeconfig "$DIR/controller-manager.kubeconfig" "$URL" controller-manager
+  kubeconfig "$DIR/scheduler.kubeconfig" "$URL" scheduler
+  launch etcd "$BIN/etcd" --name controlplane --data-dir "$DIR/etcd" \
+    --listen-client-urls "http://127.0.0.1:$etcd_client" --advertise-client-urls "http://127.0.0.1:$etcd_client" \
+    --listen-peer-urls "http://127.0.0.1:$etcd_peer" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" \
+    --initial-cluster "controlplane=http://127.0.0.1:$etcd_peer" --unsafe-no-fsync --log-level warn
+  wait_until 60 "etcd ready" curl -sS --fail "http://127.0.0.1:$etcd_client/health" || return 1
+  local p=$DIR/pki
+  launch kube-apiserver "$BIN/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_client" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$PORT" --endpoint-reconciler-type none \
+    --tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" --client-ca-file "$p/ca.crt" \
+    --service-cluster-ip-range 10.0.0.0/24 --allow-privileged=true \
+    --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
+    --kubelet-client-certificate "$p/apiserver-kubelet-client.crt" --kubelet-client-key "$p/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority "$p/ca.crt" \
+    --audit-policy-file "$DIR/audit-policy.yaml" --audit-log-path "$DIR/audit.log" --audit-log-format json \
+    --audit-log-mode blocking --profiling=false --cert-dir "$DIR/apiserver-certs"
+  wait_until "$TIMEOUT" "kube-apiserver ready ($URL/readyz)" curl_api /readyz || return 1
+  launch kube-controller-manager "$BIN/kube-controller-manager" --kubeconfig "$DIR/controller-manager.kubeconfig" \
+    --authentication-kubeconfig "$DIR/controller-manager.kubeconfig" \
+    --authorization-kubeconfig "$DIR/controller-manager.kubeconfig" \
+    --root-ca-file "$p/ca.crt" --service-account-private-key-file "$p/sa.key" --use-service-account-credentials \
+    --cluster-signing-cert-file "$p/ca.crt" --cluster-signing-key-file "$p/ca.key" \
+    --leader-elect=false --bind-address 127.0.0.1 --secure-port 0 --profiling=false \
+    --node-monitor-grace-period "${CONTROLPLANE_NODE_MONITOR_GRACE:-40s}"
+  launch kube-scheduler "$BIN/kube-scheduler" --kubeconfig "$DIR/scheduler.kubeconfig" \
+    --authentication-kubeconfig "$DIR/scheduler.kubeconfig" --authorization-kubeconfig "$DIR/scheduler.kubeconfig" \
+    --leader-elect=false --bind-address 127.0.0.1 --secure-port 0 --profiling=false
+  # The controllers work once the ServiceAccount controller has made `default` in `default`.
+  wait_until "$TIMEOUT" "the default ServiceAccount (kube-controller-manager running)" \
+    curl_api /api/v1/namespaces/default/serviceaccounts/default || return 1
+}
+
+start() {
+  DIR=$1
+  # One a killed test run left behind (its processes, its files) goes first.
+  if [ -e "$DIR" ]; then DIR=$(cd "$DIR" && pwd); stop_processes; rm -rf "$DIR"; DIR=$1; fi
+  BIN=${CONTROLPLANE_BIN:-$(bash "$repo/scripts/controlplane.sh" --path)} ||
+    die "the control plane is not built: run scripts/controlplane.sh"
+  TIMEOUT=${CONTROLPLANE_START_TIMEOUT:-180}
+  mkdir -p "$DIR/logs"
+  DIR=$(cd "$DIR" && pwd)
+  make_pki "$DIR"
+  write_audit_policy
+  local try
+  for try in 1 2 3; do
+    : >"$DIR/pids"
+    if start_components; then
+      kubeconfig "$DIR/kubeconfig" "$URL" admin
+      echo "controlplane ready $URL"
+      return 0
+    fi
+    stop_processes
+    # A port taken between free_port and the bind is worth another try; anything else is not.
+    grep -qs "address already in use" "$DIR"/logs/*.log || break
+    rm -rf "$DIR/etcd" "$DIR/audit.log" "$DIR/apiserver-certs" "$DIR"/logs/*
+    echo "controlplane: start attempt $try failed on a port taken meanwhile: again" >&2
+  done
+  rm -rf "$DIR"
+  return 1
+}
+
+# Each component is SIGTERMed, then SIGKILLed if it has not exited 10 s later.
+stop_processes() {
+  [ -f "$DIR/pids" ] || return 0
+  local pid name waited
+  while read -r pid name; do kill -TERM "$pid" 2>/dev/null || true; done <"$DIR/pids"
+  while read -r pid name; do
+    waited=0
+    while kill -0 "$pid" 2>/dev/null && [ $waited -lt 100 ]; do sleep 0.1; waited=$((waited + 1)); done
+    kill -KILL "$pid" 2>/dev/null || true
+  done <"$DIR/pids"
+}
+
+main() {
+  local cmd=${1:-} dir=${2:-}
+  [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: controlplane.sh start|stop|env DIR"
+  case $cmd in
+    start)
+      start "$dir"
+      ;;
+    stop)
+      DIR=$(cd "$dir" 2>/dev/null && pwd) || return 0
+      stop_processes
+      rm -rf "$DIR"
+      ;;
+    env)
+      DIR=$(cd "$dir" && pwd)
+      echo "KUBECONFIG=$DIR/kubeconfig CONTROLPLANE_URL=$(cat "$DIR/url") CONTROLPLANE_DIR=$DIR"
+      ;;
+    *) die "unknown command $cmd (start, stop, env)" ;;
+  esac
+}
+main "$@"
