@@ -24,6 +24,8 @@ struct SpecCase {
   std::string reason;    ///< semantic-only / not-a-document: who refuses it
   std::string cel;       ///< a fragment of the CRD's CEL rule that refuses it
   std::string rule;      ///< semantic-only without cel: its row in docs/crd.md's core-only table
+  std::string server;    ///< with `rule`: "refuses" when the API server itself refuses it (ObjectMeta,
+                         ///< routing), else "" (the server accepts it, core refuses it)
   std::string problem;   ///< set when the table itself could not be read
 };
 
@@ -68,12 +70,12 @@ inline std::vector<SpecCase> load_cases(const std::string& dir, const std::strin
     for (const auto& c : table.at("cases")) {
       const auto str = [&c](const char* key) { return c.value(key, std::string()); };
       SpecCase sc{str("name"), str("yaml"), str("field"), str("fragment"), str("schema"), str("reason"), str("cel"),
-                  str("rule"), ""};
+                  str("rule"), str("server"), ""};
       if (c.value("raw", false)) sc.yaml = decode_raw(sc.yaml);
       out.push_back(std::move(sc));
     }
   } catch (const std::exception& e) {
-    out.push_back({"table_unreadable", "", "", "", "", "", "", "", path + ": " + e.what()});
+    out.push_back({"table_unreadable", "", "", "", "", "", "", "", "", path + ": " + e.what()});
   }
   return out;
 }
