@@ -9,6 +9,10 @@
 #                               ServiceAccount exists; exits 1 (and leaves nothing) otherwise
 #   controlplane.sh stop DIR    stop it (SIGTERM, then SIGKILL after 10 s) and remove DIR
 #   controlplane.sh env DIR     shell assignments for a test: KUBECONFIG, CONTROLPLANE_URL, ...
+#   controlplane.sh node-kubeconfig DIR NAME
+#                               a node's own credentials, as a kubelet's after TLS bootstrap: client
+#                               cert CN=system:node:NAME, O=system:nodes (so the Node authorizer and
+#                               NodeRestriction apply) in DIR/nodes/NAME/kubeconfig; prints its path
 #
 # DIR afterwards holds:
 #   pki/ca.crt, ca.key              the cluster CA (signs every certificate below)
@@ -66,9 +70,10 @@ subjectAltName=IP:127.0.0.1,IP:::1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:
   )
 }
 
-# kubeconfig FILE URL CERT_NAME: a kubeconfig with the CA and a client certificate, embedded.
+# kubeconfig FILE URL CERT_NAME [CERT_BASE]: a kubeconfig with the CA and a client certificate
+# (CERT_BASE.{crt,key}, default pki/CERT_NAME), embedded.
 kubeconfig() {
-  local p=$DIR/pki
+  local p=$DIR/pki cert=${4:-$DIR/pki/$3}
   cat >"$1" <<EOF
 apiVersion: v1
 kind: Config
@@ -80,8 +85,8 @@ clusters:
 users:
 - name: $3
   user:
-    client-certificate-data: $(base64 -w0 "$p/$3.crt")
-    client-key-data: $(base64 -w0 "$p/$3.key")
+    client-certificate-data: $(base64 -w0 "$cert.crt")
+    client-key-data: $(base64 -w0 "$cert.key")
 contexts:
 - name: controlplane
   context: {cluster: controlplane, user: $3, namespace: default}
@@ -213,21 +218,23 @@ start() {
   return 1
 }
 
-# Each component is SIGTERMed, then SIGKILLed if it has not exited 10 s later.
+# In the reverse of the start order (etcd last, so the API server can finish its requests), each
+# component is SIGTERMed and waited for; one still there 5 s later is SIGKILLed.
 stop_processes() {
   [ -f "$DIR/pids" ] || return 0
   local pid name waited
-  while read -r pid name; do kill -TERM "$pid" 2>/dev/null || true; done <"$DIR/pids"
   while read -r pid name; do
+    kill -TERM "$pid" 2>/dev/null || continue
     waited=0
-    while kill -0 "$pid" 2>/dev/null && [ $waited -lt 100 ]; do sleep 0.1; waited=$((waited + 1)); done
-    kill -KILL "$pid" 2>/dev/null || true
-  done <"$DIR/pids"
+    while kill -0 "$pid" 2>/dev/null && [ $waited -lt 100 ]; do sleep 0.05; waited=$((waited + 1)); done
+    kill -KILL "$pid" 2>/dev/null && echo "controlplane: $name did not stop within 5 s of SIGTERM: SIGKILL" >&2
+  done < <(tac "$DIR/pids")
+  return 0
 }
 
 main() {
   local cmd=${1:-} dir=${2:-}
-  [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: controlplane.sh start|stop|env DIR"
+  [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: controlplane.sh start|stop|env DIR, node-kubeconfig DIR NAME"
   case $cmd in
     start)
       start "$dir"
@@ -241,7 +248,12 @@ main() {
       DIR=$(cd "$dir" && pwd)
       echo "KUBECONFIG=$DIR/kubeconfig CONTROLPLANE_URL=$(cat "$DIR/url") CONTROLPLANE_DIR=$DIR"
       ;;
-    *) die "unknown command $cmd (start, stop, env)" ;;
+    node-kubeconfig)
+      DIR=$(cd "$dir" && pwd)
+      [ -n "${3:-}" ] || die "usage: controlplane.sh node-kubeconfig DIR NAME"
+      node_kubeconfig "$3"
+      ;;
+    *) die "unknown command $cmd (start, stop, env, node-kubeconfig)" ;;
   esac
 }
 main "$@"
