@@ -166,7 +166,7 @@ start_components() {
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$PORT" --endpoint-reconciler-type none \
     --tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" --client-ca-file "$p/ca.crt" \
     --service-cluster-ip-range 10.0.0.0/24 --allow-privileged=true \
-    --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
+    --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction,PodNodeSelector \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
     --kubelet-client-certificate "$p/apiserver-kubelet-client.crt" --kubelet-client-key "$p/apiserver-kubelet-client.key" \

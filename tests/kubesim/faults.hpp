@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "http_server.hpp"
+#include "http.hpp"
 #include "status.hpp"
 #include "util.hpp"
 

@@ -4,7 +4,8 @@
 // labels match their nodeSelector (else Pending, PodScheduled=False/Unschedulable), get a
 // loopback pod IP (127.0.x.y), and their containers run as local processes (mode Process), or
 // turn Running at once and never run anything (Fake), or stay Pending untouched (None).
-// See README.md for the container environment, DNS emulation and termination rules.
+// See README.md for the container environment, DNS emulation and termination rules. Containers
+// run through the node runtime shared with the node agent (tests/nodeagent/runtime: PodRunner).
 
 #include <map>
 #include <memory>
@@ -14,7 +15,7 @@
 
 #include "api.hpp"
 #include "auth.hpp"
-#include "image_store.hpp"
+#include "runtime/image_store.hpp"
 
 namespace kubesim {
 
@@ -41,7 +42,7 @@ struct KubeletOptions {
   double node_grace_s = 40;
   /// Image mode (kubesim --images buildah): containers run in their images' root filesystems,
   /// found in this buildah storage (image_runtime.hpp, container_runtime.hpp). Needs root.
-  std::optional<ImageStoreOptions> images;
+  std::optional<noderuntime::ImageStoreOptions> images;
   std::vector<std::string> passthrough_env = {"PATH", "LD_LIBRARY_PATH", "TMPDIR", "LANG", "LC_ALL",
                                               "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"};
 };

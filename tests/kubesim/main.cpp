@@ -31,14 +31,18 @@
 #include "auth.hpp"
 #include "deployment_controller.hpp"
 #include "gc.hpp"
-#include "http_server.hpp"
+#include "http.hpp"
 #include "kubelet.hpp"
-#include "netblock.hpp"
+#include "runtime/netblock.hpp"
 #include "replicaset_controller.hpp"
 #include "server.hpp"
-#include "tls.hpp"
+#include "runtime/tls.hpp"
 
 using namespace kubesim;
+using noderuntime::generate_test_pki;
+using noderuntime::ImageStoreOptions;
+using noderuntime::NetBlock;
+using noderuntime::TlsFiles;
 
 namespace {
 
@@ -256,7 +260,8 @@ int main(int argc, char** argv) {
   if (kopts.nodes.empty()) kopts.nodes.push_back({"node-1", {}});
   if (images == "buildah") kopts.images = image_store;
   check_image_mode(kopts);
-  // The pod network shim: built next to this binary; --podnet-lib "" turns it off.
+  // The pod network shim: next to this binary, else where the node runtime builds it;
+  // --podnet-lib "" turns it off.
   if (podnet) {
     kopts.podnet_library = *podnet;
   } else {
@@ -264,6 +269,7 @@ int main(int argc, char** argv) {
     const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
     const auto shim = self.parent_path() / "libkubesim_podnet.so";
     if (!ec && std::filesystem::exists(shim, ec)) kopts.podnet_library = shim.string();
+    else if (std::filesystem::exists(KUBESIM_PODNET_LIB, ec)) kopts.podnet_library = KUBESIM_PODNET_LIB;
   }
 
   // Signals: SIGTERM/SIGINT are taken by sigwait below; every thread inherits the mask.

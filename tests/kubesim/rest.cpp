@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "protobuf.hpp"
+#include "runtime/container_log.hpp"
 #include "server.hpp"
 
 namespace kubesim {
@@ -197,18 +198,7 @@ void ApiServer::serve_log(Ctx& c, const ResourceType& t) {
     data = read_file(path);
   } catch (const std::exception&) {
   }
-  if (c.req.has_param("tailLines")) {
-    long long n = std::stoll(c.req.param("tailLines"));
-    std::size_t pos = data.size();
-    if (!data.empty() && data.back() == '\n') --pos;
-    long long seen = 0;
-    while (pos > 0) {
-      if (data[pos - 1] == '\n' && ++seen >= n) break;
-      --pos;
-    }
-    if (n <= 0) pos = data.size();
-    data = data.substr(pos);
-  }
+  if (c.req.has_param("tailLines")) data = noderuntime::tail_lines(data, std::stoll(c.req.param("tailLines")));
   bool follow = c.req.param("follow") == "true";
   if (!follow) {
     c.code = 200;
@@ -224,23 +214,10 @@ void ApiServer::serve_log(Ctx& c, const ResourceType& t) {
     offset = read_file(path).size();
   } catch (const std::exception&) {
   }
-  for (;;) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (c.res.peer_closed()) return;
-    bool done = kubelet_->container_finished(info.ns, info.name, container);
-    std::string now;
-    try {
-      now = read_file(path);
-    } catch (const std::exception&) {
-      break;
-    }
-    if (now.size() > offset) {
-      if (!c.res.write_chunk(now.substr(offset))) return;
-      offset = now.size();
-    }
-    if (done) break;
-  }
-  c.res.end_stream();
+  noderuntime::LogFollower follower{[&] { return kubelet_->container_finished(info.ns, info.name, container); },
+                                    [&](const std::string& more) { return c.res.write_chunk(more); },
+                                    [&] { return c.res.peer_closed(); }};
+  if (noderuntime::follow_log(path, offset, follower)) c.res.end_stream();
 }
 
 void ApiServer::serve_token_request(Ctx& c) {

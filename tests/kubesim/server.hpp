@@ -12,7 +12,7 @@
 #include "audit.hpp"
 #include "auth.hpp"
 #include "faults.hpp"
-#include "http_server.hpp"
+#include "http.hpp"
 #include "kubelet.hpp"
 #include "table.hpp"
 

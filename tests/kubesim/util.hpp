@@ -1,7 +1,8 @@
 #pragma once
 
-// Small helpers shared by kubesim: time stamps in the API's formats, uids and random names,
-// base64, YAML -> JSON, string splitting.
+// Small helpers shared by kubesim: uids and random names, YAML -> JSON, durations; and, from
+// the node runtime's util (tests/nodeagent/runtime/util.hpp, their one home), time stamps in the
+// API's formats, base64, string splitting, JSON paths and files.
 
 #include <chrono>
 #include <string>
@@ -9,18 +10,29 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/util.hpp"
+
 namespace kubesim {
 
 using json = nlohmann::json;
 using Clock = std::chrono::system_clock;
 
-/// RFC 3339 with seconds, UTC ("2024-01-02T03:04:05Z"), as metav1.Time.
-std::string rfc3339(Clock::time_point t);
-std::string now_rfc3339();
-/// RFC 3339 with microseconds, as metav1.MicroTime.
-std::string now_rfc3339_micro();
-/// Parses RFC 3339 (fractional seconds and offsets accepted); epoch on failure.
-Clock::time_point parse_rfc3339(const std::string& s);
+using noderuntime::base64_decode;
+using noderuntime::base64_encode;
+using noderuntime::ends_with;
+using noderuntime::json_path;
+using noderuntime::now_rfc3339;
+using noderuntime::now_rfc3339_micro;
+using noderuntime::parse_rfc3339;
+using noderuntime::read_file;
+using noderuntime::rfc3339;
+using noderuntime::split;
+using noderuntime::starts_with;
+using noderuntime::to_lower;
+using noderuntime::trim;
+using noderuntime::url_decode;
+using noderuntime::write_file_atomic;
+
 /// kubectl's HumanDuration ("45s", "3m20s", "5h", "2d3h").
 std::string human_duration(double seconds);
 /// Age of a timestamp as HumanDuration ("<unknown>" when empty).
@@ -32,9 +44,6 @@ std::string new_uid();
 std::string random_name_suffix(std::size_t n = 5);
 std::string random_hex(std::size_t bytes);
 
-std::string base64_encode(const std::string& data);
-/// Standard alphabet, padding optional, whitespace ignored; throws std::runtime_error if invalid.
-std::string base64_decode(const std::string& text);
 std::string base64url_encode(const std::string& data);
 std::string base64url_decode(const std::string& text);
 
@@ -42,21 +51,5 @@ std::string base64url_decode(const std::string& text);
 json yaml_to_json(const std::string& text);
 /// JSON first, YAML as a fallback; throws std::runtime_error with the parser's message.
 json parse_json_or_yaml(const std::string& text);
-
-std::vector<std::string> split(const std::string& s, char sep);
-bool starts_with(const std::string& s, const std::string& prefix);
-bool ends_with(const std::string& s, const std::string& suffix);
-std::string trim(const std::string& s);
-std::string to_lower(std::string s);
-
-/// Percent-decoding of a URL component ('+' as space when `plus_is_space`).
-std::string url_decode(const std::string& s, bool plus_is_space);
-
-/// The value at a dotted path ("status.phase"; "metadata.labels.app"), or nullptr.
-const json* json_path(const json& obj, const std::string& dotted);
-
-std::string read_file(const std::string& path);
-/// Writes via a temporary file and rename; `mode` applies to the new file.
-void write_file_atomic(const std::string& path, const std::string& data, unsigned mode = 0644);
 
 }  // namespace kubesim

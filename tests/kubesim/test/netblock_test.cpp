@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "harness.hpp"
-#include "netblock.hpp"
+#include "runtime/netblock.hpp"
 
 using namespace kubesim_test;
 
@@ -43,7 +43,7 @@ std::string pod_ip(const Kubesim& sim, const std::string& name) {
 /// A kubesim on an explicit block from the top of the range, which automatic claims (lowest free
 /// first) do not reach while fewer than ~200 instances run.
 std::unique_ptr<Kubesim> start_on_high_block(int* block) {
-  for (int k = kubesim::NetBlock::kLast; k > kubesim::NetBlock::kLast - 20; --k) {
+  for (int k = noderuntime::NetBlock::kLast; k > noderuntime::NetBlock::kLast - 20; --k) {
     try {
       auto sim =
           std::make_unique<Kubesim>(std::vector<std::string>{"--kubelet", "fake", "--net-block", std::to_string(k)});

@@ -1,11 +1,13 @@
 #pragma once
 
-// The images a kubesim node "has": those in buildah's local storage (kubesim --images buildah).
+// The images a node "has" (kubesim's or a node agent's, --images buildah): those in buildah's
+// local storage.
 // A container's `image:` is resolved as a container runtime resolves it against its own store
 // (a name without a registry is looked up as localhost/NAME first, then as buildah resolves it;
 // no tag means :latest), nothing is ever pulled. Each image used gets one read-only root
 // filesystem, shared by every container that runs it: a buildah working container
-// (`buildah from --pull=never` + `buildah mount`), made on first use and removed by close().
+// (`buildah from --pull=never` + `buildah mount`, named OWNER-rootfs-PID-N), made on first use
+// and removed by close().
 
 #include <map>
 #include <memory>
@@ -16,13 +18,16 @@
 #include <utility>
 #include <vector>
 
-namespace kubesim {
+namespace noderuntime {
 
 struct ImageStoreOptions {
   std::string buildah = "buildah";
   std::string driver = "vfs";  ///< --storage-driver
   std::string root;            ///< --root ("": buildah's default, /var/lib/containers/storage)
   std::string run_root;        ///< --runroot ("": buildah's default)
+  /// The program that owns the working containers: their names start with OWNER-rootfs-, and
+  /// one whose PID no longer runs a program of this name (/proc/PID/comm) is stale.
+  std::string owner = "kubesim";
 };
 
 /// What the runtime needs of an image: its resolved name and id, and its OCI config.
@@ -50,9 +55,9 @@ class ImageStore {
   ImageStore& operator=(const ImageStore&) = delete;
 
   /// Throws std::runtime_error when buildah cannot be run. Starts removing, in the background,
-  /// the working containers a killed kubesim left (kubesim-rootfs-PID-N, PID no kubesim now).
+  /// the working containers a killed owner left (OWNER-rootfs-PID-N, PID no OWNER now).
   void check();
-  /// The image's config; throws ImageNotFound. An image found is remembered for kubesim's life
+  /// The image's config; throws ImageNotFound. An image found is remembered for the store's life
   /// (buildah waits for its storage lock while an image is being built: seconds, or minutes);
   /// one not found is looked for again on each call.
   ImageConfig inspect(const std::string& image);
@@ -69,6 +74,7 @@ class ImageStore {
   std::vector<std::string> base_argv() const;
   std::string buildah_out(const std::vector<std::string>& args) const;
   void remove_stale_containers();
+  std::string container_prefix() const { return opts_.owner + "-rootfs-"; }
 
   ImageStoreOptions opts_;
   std::mutex mu_;
@@ -78,4 +84,4 @@ class ImageStore {
   std::thread stale_cleaner_;
 };
 
-}  // namespace kubesim
+}  // namespace noderuntime

@@ -1,4 +1,4 @@
-#include "process.hpp"
+#include "runtime/process.hpp"
 
 #include <fcntl.h>
 #include <linux/close_range.h>
@@ -14,7 +14,7 @@
 
 extern char** environ;
 
-namespace kubesim {
+namespace noderuntime {
 
 namespace child {
 
@@ -198,4 +198,4 @@ int wait_exit_code(pid_t pid, int* signal_out) {
   return WEXITSTATUS(status);
 }
 
-}  // namespace kubesim
+}  // namespace noderuntime

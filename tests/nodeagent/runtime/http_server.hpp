@@ -1,7 +1,8 @@
 #pragma once
 
 // A small HTTPS/1.1 server on Boost.Beast: one thread per connection (synchronous), keep-alive,
-// plain responses and chunked streams (watches, followed logs).
+// plain responses and chunked streams (watches, followed logs); optionally requiring a client
+// certificate signed by a given CA (the node agent's log endpoint, as a kubelet's).
 
 #include <atomic>
 #include <functional>
@@ -12,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace kubesim {
+namespace noderuntime {
 
 struct HttpRequest {
   std::string method;  ///< "GET", "POST", ...
@@ -22,6 +23,9 @@ struct HttpRequest {
   std::multimap<std::string, std::string> headers;  ///< names lower-cased
   std::string body;
   std::string remote;  ///< peer address
+  /// The verified client certificate's subject CN and O values (with a client CA only).
+  std::string client_cn;
+  std::vector<std::string> client_orgs;
 
   std::string param(const std::string& key, const std::string& def = "") const;
   bool has_param(const std::string& key) const;
@@ -52,9 +56,10 @@ using HttpHandler = std::function<void(const HttpRequest&, HttpResponder&)>;
 
 class HttpsServer {
  public:
-  /// Binds `host:port` (port 0: any free port); throws on failure.
+  /// Binds `host:port` (port 0: any free port); throws on failure. With `client_ca_file`, every
+  /// connection must present a client certificate that CA signed (else the handshake fails).
   HttpsServer(const std::string& host, unsigned short port, const std::string& cert_chain_file,
-              const std::string& key_file, HttpHandler handler);
+              const std::string& key_file, HttpHandler handler, const std::string& client_ca_file = "");
   ~HttpsServer();
   HttpsServer(const HttpsServer&) = delete;
   HttpsServer& operator=(const HttpsServer&) = delete;
@@ -71,4 +76,4 @@ class HttpsServer {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace kubesim
+}  // namespace noderuntime

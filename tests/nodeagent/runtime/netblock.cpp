@@ -1,4 +1,4 @@
-#include "netblock.hpp"
+#include "runtime/netblock.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <utility>
 
-namespace kubesim {
+namespace noderuntime {
 
 namespace {
 
@@ -95,4 +95,4 @@ std::string pod_ip_in_block(const std::string& prefix, unsigned n) {
   return prefix + std::to_string(1 + (n / 254) % 254) + "." + std::to_string(1 + n % 254);
 }
 
-}  // namespace kubesim
+}  // namespace noderuntime

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "container_config.hpp"
-#include "container_mounts.hpp"
-#include "process.hpp"
+#include "runtime/container_config.hpp"
+#include "runtime/container_mounts.hpp"
+#include "runtime/process.hpp"
 
-namespace kubesim {
+namespace noderuntime {
 
 struct ContainerLaunch {
   std::string lower;      ///< the image's root filesystem (never written)
@@ -46,4 +46,4 @@ std::vector<SetupStep> setup_plan(const ContainerLaunch& launch);
 /// process kubelet; a failed setup step or exec is reported in the result's error.
 SpawnResult start_container(const ContainerLaunch& launch);
 
-}  // namespace kubesim
+}  // namespace noderuntime

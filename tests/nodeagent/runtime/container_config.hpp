@@ -13,10 +13,10 @@
 #include <utility>
 #include <vector>
 
-#include "image_store.hpp"
-#include "pod_env.hpp"
+#include "runtime/image_store.hpp"
+#include "runtime/pod_env.hpp"
 
-namespace kubesim {
+namespace noderuntime {
 
 /// Why a container waits instead of running: `reason` is the kubelet's waiting reason, the
 /// message the kubelet's.
@@ -79,4 +79,4 @@ Identity resolve_identity(const json& pod, const json& container, const std::str
 /// The kubelet's runAsNonRoot check; throws ContainerConfigError with its message.
 void verify_run_as_non_root(const json& pod, const json& container, const std::string& image_user);
 
-}  // namespace kubesim
+}  // namespace noderuntime

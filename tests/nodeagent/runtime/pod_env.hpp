@@ -2,21 +2,24 @@
 
 // A container's environment as the kubelet builds it: envFrom (ConfigMaps / Secrets, with
 // prefix), env values with $(VAR) expansion, valueFrom fieldRef / resourceFieldRef /
-// configMapKeyRef / secretKeyRef; and kubesim's DNS emulation, which rewrites host names
+// configMapKeyRef / secretKeyRef; and the DNS emulation, which rewrites host names
 // <service>.<namespace>.svc[.cluster.local] (and <hostname>.<subdomain>.<namespace>.svc) in env
-// values to the pod IP of a pod the Service selects.
+// values to the pod IP of a pod the Service selects (there is no cluster DNS: the pods' network
+// is this machine's loopback). The objects come from a ClusterView (kubesim's store, or the API
+// server for the node agent).
 
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "api.hpp"
+#include "runtime/cluster_view.hpp"
+#include "runtime/util.hpp"
 
-namespace kubesim {
+namespace noderuntime {
 
 struct PodEnvContext {
-  Api& api;
+  ClusterView& cluster;
   json pod;  ///< the pod as last seen (status.podIP set)
 };
 
@@ -34,6 +37,6 @@ void put_env(EnvList& env, const std::string& key, const std::string& value);
 std::string expand_vars(const std::string& s, const std::map<std::string, std::string>& vars);
 
 /// Rewrites service host names in `value`; false when some name has no pod address yet.
-bool rewrite_service_names(Api& api, const std::string& pod_ns, std::string& value);
+bool rewrite_service_names(ClusterView& cluster, std::string& value);
 
-}  // namespace kubesim
+}  // namespace noderuntime

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-namespace kubesim {
+namespace noderuntime {
 
 struct SpawnResult {
   pid_t pid = -1;      ///< also the process group id
@@ -52,4 +52,4 @@ CommandResult run_command(const std::vector<std::string>& argv);
 /// waitpid with EINTR retry: the exit code, or 128 + signal.
 int wait_exit_code(pid_t pid, int* signal_out = nullptr);
 
-}  // namespace kubesim
+}  // namespace noderuntime

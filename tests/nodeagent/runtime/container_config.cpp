@@ -1,10 +1,10 @@
-#include "container_config.hpp"
+#include "runtime/container_config.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <optional>
 
-namespace kubesim {
+namespace noderuntime {
 
 namespace {
 
@@ -219,4 +219,4 @@ ProcessConfig process_config(const ProcessInputs& in) {
   return pc;
 }
 
-}  // namespace kubesim
+}  // namespace noderuntime

@@ -1,18 +1,16 @@
-#include "image_store.hpp"
+#include "runtime/image_store.hpp"
 
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 
-#include "process.hpp"
-#include "util.hpp"
+#include "runtime/process.hpp"
+#include "runtime/util.hpp"
 
-namespace kubesim {
+namespace noderuntime {
 
 namespace {
-
-constexpr const char* kContainerPrefix = "kubesim-rootfs-";
 
 std::vector<std::string> strings(const json& v) {
   std::vector<std::string> out;
@@ -41,11 +39,12 @@ ImageConfig parse_inspect(const std::string& ref, const json& j) {
   return c;
 }
 
-/// Whether a kubesim with this pid is running (a working container named after it is in use).
-bool kubesim_alive(const std::string& pid) {
+/// Whether the owner with this pid is running (a working container named after it is in use).
+/// /proc/PID/comm holds at most 15 characters of the program's name.
+bool owner_alive(const std::string& pid, const std::string& owner) {
   std::ifstream comm("/proc/" + pid + "/comm");
   std::string name;
-  return comm && std::getline(comm, name) && name == "kubesim";
+  return comm && std::getline(comm, name) && name == owner.substr(0, 15);
 }
 
 }  // namespace
@@ -86,17 +85,17 @@ void ImageStore::check() {
     try {
       remove_stale_containers();
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "kubesim: %s\n", e.what());
+      std::fprintf(stderr, "%s: %s\n", opts_.owner.c_str(), e.what());
     }
   });
 }
 
 void ImageStore::remove_stale_containers() {
-  const std::string prefix = kContainerPrefix;
+  const std::string prefix = container_prefix();
   for (const auto& name : split(buildah_out({"containers", "--format", "{{.ContainerName}}"}), '\n')) {
     if (!starts_with(name, prefix)) continue;
     std::string pid = name.substr(prefix.size(), name.find('-', prefix.size()) - prefix.size());
-    if (kubesim_alive(pid)) continue;
+    if (owner_alive(pid, opts_.owner)) continue;
     run_command([&] {
       auto argv = base_argv();
       argv.insert(argv.end(), {"rm", name});
@@ -147,7 +146,7 @@ std::string ImageStore::rootfs(const ImageConfig& image) {
     auto& slot = rootfs_[image.id];
     if (!slot) slot = std::make_shared<Rootfs>();
     entry = slot;
-    name = kContainerPrefix + std::to_string(getpid()) + "-" + std::to_string(next_++);
+    name = container_prefix() + std::to_string(getpid()) + "-" + std::to_string(next_++);
   }
   std::lock_guard<std::mutex> lock(entry->mu);
   if (!entry->path.empty()) return entry->path;
@@ -174,4 +173,4 @@ void ImageStore::close() {
   }
 }
 
-}  // namespace kubesim
+}  // namespace noderuntime

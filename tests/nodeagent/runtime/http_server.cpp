@@ -1,4 +1,4 @@
-#include "http_server.hpp"
+#include "runtime/http_server.hpp"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -12,9 +12,9 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include "util.hpp"
+#include "runtime/util.hpp"
 
-namespace kubesim {
+namespace noderuntime {
 
 namespace net = boost::asio;
 namespace ssl = boost::asio::ssl;
@@ -127,6 +127,23 @@ class Responder : public HttpResponder {
   bool streaming_ = false;
 };
 
+/// The subject's CN and O entries of the connection's verified client certificate.
+void read_client_identity(Stream& stream, HttpRequest& req) {
+  X509* cert = SSL_get_peer_certificate(stream.native_handle());
+  if (!cert) return;
+  X509_NAME* subject = X509_get_subject_name(cert);
+  for (int i = 0; i < X509_NAME_entry_count(subject); ++i) {
+    X509_NAME_ENTRY* e = X509_NAME_get_entry(subject, i);
+    const int nid = OBJ_obj2nid(X509_NAME_ENTRY_get_object(e));
+    if (nid != NID_commonName && nid != NID_organizationName) continue;
+    const ASN1_STRING* data = X509_NAME_ENTRY_get_data(e);
+    std::string value(reinterpret_cast<const char*>(ASN1_STRING_get0_data(data)),
+                      static_cast<std::size_t>(ASN1_STRING_length(data)));
+    if (nid == NID_commonName) req.client_cn = value; else req.client_orgs.push_back(value);
+  }
+  X509_free(cert);
+}
+
 void parse_query(const std::string& q, std::multimap<std::string, std::string>& out) {
   for (const auto& part : split(q, '&')) {
     if (part.empty()) continue;
@@ -182,6 +199,7 @@ struct HttpsServer::Impl {
         for (const auto& f : msg) req.headers.emplace(to_lower(std::string(f.name_string())), std::string(f.value()));
         req.body = std::move(msg.body());
         req.remote = remote;
+        read_client_identity(stream, req);
         Responder responder(stream, msg.version(), msg.keep_alive());
         HttpResponder& res = responder;
         try {
@@ -202,13 +220,17 @@ struct HttpsServer::Impl {
 };
 
 HttpsServer::HttpsServer(const std::string& host, unsigned short port, const std::string& cert_chain_file,
-                         const std::string& key_file, HttpHandler handler)
+                         const std::string& key_file, HttpHandler handler, const std::string& client_ca_file)
     : impl_(std::make_unique<Impl>()) {
   impl_->handler = std::move(handler);
   impl_->ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
                          ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
   impl_->ctx.use_certificate_chain_file(cert_chain_file);
   impl_->ctx.use_private_key_file(key_file, ssl::context::pem);
+  if (!client_ca_file.empty()) {
+    impl_->ctx.load_verify_file(client_ca_file);
+    impl_->ctx.set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+  }
   tcp::endpoint ep(net::ip::make_address(host), port);
   impl_->acceptor.open(ep.protocol());
   impl_->acceptor.set_option(tcp::acceptor::reuse_address(true));
@@ -249,4 +271,4 @@ void HttpsServer::stop() {
   impl_->acceptor.close(ec);
 }
 
-}  // namespace kubesim
+}  // namespace noderuntime

@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace kubesim {
+namespace noderuntime {
 
 class NetBlock {
  public:
@@ -43,4 +43,4 @@ std::string node_ip_in_block(const std::string& prefix, int i);
 /// The n-th pod IP (from 0, wrapping after 254*254) in a block: prefix + "1.1", "1.2", ...
 std::string pod_ip_in_block(const std::string& prefix, unsigned n);
 
-}  // namespace kubesim
+}  // namespace noderuntime

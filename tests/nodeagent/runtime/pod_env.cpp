@@ -1,9 +1,10 @@
-#include "pod_env.hpp"
+#include "runtime/pod_env.hpp"
 
 #include <cctype>
+#include <optional>
 #include <stdexcept>
 
-namespace kubesim {
+namespace noderuntime {
 
 namespace {
 
@@ -53,9 +54,8 @@ std::string resource_ref(const json& container, const json& ref) {
   return "0";
 }
 
-ObjPtr lookup(Api& api, const std::string& key, const std::string& ns, const std::string& name) {
-  std::lock_guard<std::recursive_mutex> lock(api.store().mu());
-  return api.store().get(key, ns, name);
+std::optional<json> lookup(ClusterView& cluster, bool secret, const std::string& ns, const std::string& name) {
+  return secret ? cluster.secret(ns, name) : cluster.config_map(ns, name);
 }
 
 std::string data_value(const json& obj, bool secret, const std::string& key, bool& found) {
@@ -128,7 +128,7 @@ EnvList container_env(const PodEnvContext& ctx, const json& container) {
       bool secret = std::string(which) == "secretRef";
       const json& ref = from[which];
       std::string name = ref.value("name", "");
-      ObjPtr obj = lookup(ctx.api, secret ? "secrets" : "configmaps", ns, name);
+      std::optional<json> obj = lookup(ctx.cluster, secret, ns, name);
       if (!obj) {
         if (ref.value("optional", false)) continue;
         throw std::runtime_error(std::string(secret ? "secret" : "configmap") + " \"" + name + "\" not found");
@@ -157,7 +157,7 @@ EnvList container_env(const PodEnvContext& ctx, const json& container) {
           std::string obj_name = ref.value("name", "");
           std::string key = ref.value("key", "");
           bool optional = ref.value("optional", false);
-          ObjPtr obj = lookup(ctx.api, secret ? "secrets" : "configmaps", ns, obj_name);
+          std::optional<json> obj = lookup(ctx.cluster, secret, ns, obj_name);
           if (!obj) {
             if (optional) break;
             throw std::runtime_error(std::string(secret ? "secret" : "configmap") + " \"" + obj_name + "\" not found");
@@ -183,52 +183,19 @@ namespace {
 
 bool host_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.'; }
 
-bool pod_usable(const json& p) {
-  const json st = p.value("status", json::object());
-  std::string phase = st.value("phase", "");
-  if (phase == "Succeeded" || phase == "Failed") return false;
-  const json* dt = json_path(p, "metadata.deletionTimestamp");
-  if (dt && !dt->is_null()) return false;
-  return !st.value("podIP", "").empty();
-}
-
 // The address for a .svc host name (labels before ".svc"), or "" if none yet.
-std::string resolve(Api& api, const std::vector<std::string>& labels) {
-  std::lock_guard<std::recursive_mutex> lock(api.store().mu());
-  Store& store = api.store();
+std::string resolve(ClusterView& cluster, const std::vector<std::string>& labels) {
   if (labels.size() == 2) {
-    const std::string& svc = labels[0];
-    const std::string& ns = labels[1];
-    if (svc == "kubernetes" && ns == "default") return api.config().server_host;
-    ObjPtr s = store.get("services", ns, svc);
-    if (!s) return "";
-    const json sel = (*s)["spec"].value("selector", json::object());
-    if (!sel.is_object() || sel.empty()) return "";
-    for (const auto& p : store.list("pods", ns)) {
-      const json labels_of = (*p)["metadata"].value("labels", json::object());
-      bool match = true;
-      for (auto it = sel.begin(); it != sel.end() && match; ++it) {
-        match = labels_of.contains(it.key()) && labels_of[it.key()] == it.value();
-      }
-      if (match && pod_usable(*p)) return (*p)["status"]["podIP"];
-    }
-    return "";
+    if (labels[0] == "kubernetes" && labels[1] == "default") return cluster.api_host();
+    return cluster.service_address(labels[1], labels[0]);
   }
-  if (labels.size() == 3) {
-    for (const auto& p : store.list("pods", labels[2])) {
-      const json spec = (*p).value("spec", json::object());
-      if (spec.value("hostname", "") == labels[0] && spec.value("subdomain", "") == labels[1] && pod_usable(*p)) {
-        return (*p)["status"]["podIP"];
-      }
-    }
-  }
+  if (labels.size() == 3) return cluster.hostname_address(labels[2], labels[0], labels[1]);
   return "";
 }
 
 }  // namespace
 
-bool rewrite_service_names(Api& api, const std::string& pod_ns, std::string& value) {
-  (void)pod_ns;
+bool rewrite_service_names(ClusterView& cluster, std::string& value) {
   bool all = true;
   std::string out;
   std::size_t i = 0;
@@ -245,7 +212,7 @@ bool rewrite_service_names(Api& api, const std::string& pod_ns, std::string& val
     else if (ends_with(host, ".svc")) base = host.substr(0, host.size() - 4);
     if (!base.empty()) {
       std::vector<std::string> labels = split(to_lower(base), '.');
-      std::string addr = (labels.size() == 2 || labels.size() == 3) ? resolve(api, labels) : "";
+      std::string addr = (labels.size() == 2 || labels.size() == 3) ? resolve(cluster, labels) : "";
       if (addr.empty()) {
         all = false;
         out += host;
@@ -271,4 +238,4 @@ void put_env(EnvList& env, const std::string& key, const std::string& value) {
   env.emplace_back(key, value);
 }
 
-}  // namespace kubesim
+}  // namespace noderuntime

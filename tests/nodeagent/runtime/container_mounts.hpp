@@ -4,14 +4,16 @@
 // directory of the pod, mode 0777, shared by its containers; configMap / secret: their keys as
 // files, written once per pod; hostPath), the container's volumeMounts (readOnly, subPath), and
 // the kubelet's own files: /etc/hosts, /etc/hostname, /etc/resolv.conf, the ServiceAccount
-// token directory, the termination log, and kubesim's pod network shim.
+// token directory (also where the pod's projected kube-api-access volume is mounted), the
+// termination log, and the pod network shim.
 
 #include <string>
 #include <vector>
 
-#include "api.hpp"
+#include "runtime/cluster_view.hpp"
+#include "runtime/util.hpp"
 
-namespace kubesim {
+namespace noderuntime {
 
 /// A bind mount of a host file or directory at `target` inside the container.
 struct Mount {
@@ -25,7 +27,7 @@ struct Mount {
 constexpr const char* kPodnetTarget = "/.kubesim/libkubesim_podnet.so";
 
 struct MountContext {
-  Api& api;
+  ClusterView& cluster;
   const json& pod;
   const json& container;
   std::string pod_dir;
@@ -38,10 +40,12 @@ struct MountContext {
 
 /// Every mount of the container, the pod's volumes made as needed. Throws ContainerConfigError
 /// (reason ContainerCreating, the kubelet's MountVolume.SetUp message) for a missing ConfigMap or
-/// Secret, an unsupported volume kind or a volumeMount naming no volume.
+/// Secret, an unsupported volume kind or a volumeMount naming no volume. A projected volume with
+/// a serviceAccountToken source (what the ServiceAccount admission plugin adds, kube-api-access-*)
+/// is the ServiceAccount directory `sa_dir`.
 std::vector<Mount> container_mounts(const MountContext& ctx);
 
 /// The /etc/hosts a kubelet writes for the pod ("Kubernetes-managed hosts file").
 std::string pod_hosts_file(const json& pod, const std::string& pod_ip);
 
-}  // namespace kubesim
+}  // namespace noderuntime

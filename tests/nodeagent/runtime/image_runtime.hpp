@@ -1,17 +1,17 @@
 #pragma once
 
-// The kubelet's image side for kubesim --images buildah: pulling (finding the image in the
-// local store, as imagePullPolicy allows) and turning a pod's container into a ContainerLaunch
+// The kubelet's image side for --images buildah (kubesim's and the node agent's): pulling
+// (finding the image in the local store, as imagePullPolicy allows) and turning a pod's container into a ContainerLaunch
 // (container_runtime.hpp) from its image: config, user, environment, mounts.
 
 #include <string>
 
-#include "api.hpp"
-#include "container_runtime.hpp"
-#include "image_store.hpp"
-#include "pod_env.hpp"
+#include "runtime/cluster_view.hpp"
+#include "runtime/container_runtime.hpp"
+#include "runtime/image_store.hpp"
+#include "runtime/pod_env.hpp"
 
-namespace kubesim {
+namespace noderuntime {
 
 /// The image cannot be had (ErrImagePull, ErrImageNeverPull).
 class ImagePullError : public WaitingError {
@@ -37,17 +37,17 @@ class ImageRuntime {
  public:
   explicit ImageRuntime(ImageStoreOptions opts) : store_(std::move(opts)) {}
 
-  /// At kubesim's start: buildah can be run; stale working containers removed.
+  /// At the node's start: buildah can be run; stale working containers removed.
   void check() { store_.check(); }
   /// The container's image; throws ImagePullError.
   ImageConfig pull(const json& container);
   /// Throws ContainerConfigError (runAsNonRoot, a volume that cannot be mounted).
-  ContainerLaunch prepare(Api& api, const ImageConfig& image, const ImageStart& start);
-  /// At kubesim's exit, after every container has ended.
+  ContainerLaunch prepare(ClusterView& cluster, const ImageConfig& image, const ImageStart& start);
+  /// At the node's exit, after every container has ended.
   void close() { store_.close(); }
 
  private:
   ImageStore store_;
 };
 
-}  // namespace kubesim
+}  // namespace noderuntime

@@ -1,11 +1,12 @@
-#include "container_mounts.hpp"
+#include "runtime/container_mounts.hpp"
 
 #include <filesystem>
 #include <mutex>
+#include <optional>
 
-#include "container_config.hpp"
+#include "runtime/container_config.hpp"
 
-namespace kubesim {
+namespace noderuntime {
 
 namespace fs = std::filesystem;
 
@@ -16,10 +17,18 @@ ContainerConfigError mount_error(const std::string& volume, const std::string& w
                               "MountVolume.SetUp failed for volume " + json(volume).dump() + " : " + why);
 }
 
-json lookup(Api& api, const std::string& key, const std::string& ns, const std::string& name) {
-  std::lock_guard<std::recursive_mutex> lock(api.store().mu());
-  ObjPtr p = api.store().get(key, ns, name);
-  return p ? *p : json();
+json lookup(ClusterView& cluster, bool secret, const std::string& ns, const std::string& name) {
+  std::optional<json> o = secret ? cluster.secret(ns, name) : cluster.config_map(ns, name);
+  return o ? *o : json();
+}
+
+/// The ServiceAccount admission plugin's projected volume (token, ca.crt, namespace).
+bool is_service_account_volume(const json& volume) {
+  if (!volume.contains("projected")) return false;
+  for (const auto& source : volume["projected"].value("sources", json::array())) {
+    if (source.contains("serviceAccountToken")) return true;
+  }
+  return false;
 }
 
 /// The keys of a ConfigMap / Secret as files in `dir` (items: only those, at their paths).
@@ -50,7 +59,7 @@ std::string projected_dir(const MountContext& ctx, const json& volume, bool secr
   if (fs::exists(dir)) return dir;
   const json& source = volume[secret ? "secret" : "configMap"];
   const std::string object = source.value(secret ? "secretName" : "name", "");
-  json obj = lookup(ctx.api, secret ? "secrets" : "configmaps", ctx.pod["metadata"].value("namespace", ""), object);
+  json obj = lookup(ctx.cluster, secret, ctx.pod["metadata"].value("namespace", ""), object);
   std::map<std::string, std::string> data;
   if (obj.is_null() && !source.value("optional", false)) {
     throw mount_error(name, std::string(secret ? "secret" : "configmap") + " " + json(object).dump() + " not found");
@@ -81,13 +90,15 @@ std::string volume_source(const MountContext& ctx, const json& volume) {
   }
   if (volume.contains("configMap")) return projected_dir(ctx, volume, false);
   if (volume.contains("secret")) return projected_dir(ctx, volume, true);
+  if (is_service_account_volume(volume) && !ctx.sa_dir.empty()) return ctx.sa_dir;
   if (volume.contains("hostPath")) {
     const std::string path = volume["hostPath"].value("path", "");
     if (volume["hostPath"].value("type", "") == "DirectoryOrCreate") fs::create_directories(path);
     if (!fs::exists(path)) throw mount_error(name, "hostPath type check failed: " + path + " does not exist");
     return path;
   }
-  throw mount_error(name, "kubesim mounts only emptyDir, configMap, secret and hostPath volumes");
+  throw mount_error(name, "only emptyDir, configMap, secret, hostPath and the ServiceAccount's projected volumes are "
+                          "mounted here");
 }
 
 std::vector<Mount> volume_mounts(const MountContext& ctx) {
@@ -137,7 +148,12 @@ std::vector<Mount> kubelet_mounts(const MountContext& ctx) {
       fs::permissions(ctx.sa_dir + "/" + f, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
                                                 fs::perms::others_read);  // 0644, a projected volume's default
     }
-    out.push_back({ctx.sa_dir, "/var/run/secrets/kubernetes.io/serviceaccount", true, false});
+    const std::string target = "/var/run/secrets/kubernetes.io/serviceaccount";
+    bool mounted_by_pod = false;  // the admission plugin's volumeMount, when the API server added it
+    for (const auto& vm : ctx.container.value("volumeMounts", json::array())) {
+      mounted_by_pod = mounted_by_pod || vm.value("mountPath", "") == target;
+    }
+    if (!mounted_by_pod) out.push_back({ctx.sa_dir, target, true, false});
   }
   write_file_atomic(ctx.term_path, "", 0666);
   fs::permissions(ctx.term_path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
@@ -172,4 +188,4 @@ std::vector<Mount> container_mounts(const MountContext& ctx) {
   return out;
 }
 
-}  // namespace kubesim
+}  // namespace noderuntime

@@ -1,4 +1,4 @@
-#include "container_runtime.hpp"
+#include "runtime/container_runtime.hpp"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -16,7 +16,7 @@
 #include <cstring>
 #include <filesystem>
 
-namespace kubesim {
+namespace noderuntime {
 
 namespace fs = std::filesystem;
 
@@ -293,4 +293,4 @@ SpawnResult start_container(const ContainerLaunch& launch) {
   return spawn_child(child_main, [&](int stage, int err) { return stage_error(launch, plan, stage, err); });
 }
 
-}  // namespace kubesim
+}  // namespace noderuntime

@@ -1,4 +1,4 @@
-#include "tls.hpp"
+#include "runtime/tls.hpp"
 
 #include <memory>
 #include <stdexcept>
@@ -11,9 +11,9 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
-#include "util.hpp"
+#include "runtime/util.hpp"
 
-namespace kubesim {
+namespace noderuntime {
 namespace {
 
 struct PkeyFree { void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); } };
@@ -78,6 +78,36 @@ std::string pem_of_key(EVP_PKEY* key) {
   return out;
 }
 
+Pkey read_key(const std::string& pem) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  EVP_PKEY* k = PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr);
+  BIO_free(bio);
+  if (!k) fail("read the CA key");
+  return Pkey(k);
+}
+
+Cert read_cert(const std::string& pem) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  X509* c = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+  BIO_free(bio);
+  if (!c) fail("read the CA certificate");
+  return Cert(c);
+}
+
+/// A serving certificate for `cn` with the SANs given (X.509v3 syntax), signed by the CA.
+Cert server_cert(EVP_PKEY* key, X509* ca, EVP_PKEY* ca_key, const char* cn, const std::string& sans) {
+  Cert srv = new_cert(key, cn);
+  X509_set_issuer_name(srv.get(), X509_get_subject_name(ca));
+  add_ext(srv.get(), ca, NID_basic_constraints, "critical,CA:FALSE");
+  add_ext(srv.get(), ca, NID_key_usage, "critical,digitalSignature,keyEncipherment");
+  add_ext(srv.get(), ca, NID_ext_key_usage, "serverAuth");
+  add_ext(srv.get(), ca, NID_subject_key_identifier, "hash");
+  add_ext(srv.get(), ca, NID_authority_key_identifier, "keyid:always");
+  add_ext(srv.get(), ca, NID_subject_alt_name, sans.c_str());
+  if (!X509_sign(srv.get(), ca_key, EVP_sha256())) fail("sign server");
+  return srv;
+}
+
 }  // namespace
 
 TlsFiles generate_test_pki(const std::string& dir) {
@@ -90,17 +120,9 @@ TlsFiles generate_test_pki(const std::string& dir) {
   if (!X509_sign(ca.get(), ca_key.get(), EVP_sha256())) fail("sign CA");
 
   Pkey srv_key = new_key();
-  Cert srv = new_cert(srv_key.get(), "kube-apiserver");
-  X509_set_issuer_name(srv.get(), X509_get_subject_name(ca.get()));
-  add_ext(srv.get(), ca.get(), NID_basic_constraints, "critical,CA:FALSE");
-  add_ext(srv.get(), ca.get(), NID_key_usage, "critical,digitalSignature,keyEncipherment");
-  add_ext(srv.get(), ca.get(), NID_ext_key_usage, "serverAuth");
-  add_ext(srv.get(), ca.get(), NID_subject_key_identifier, "hash");
-  add_ext(srv.get(), ca.get(), NID_authority_key_identifier, "keyid:always");
-  add_ext(srv.get(), ca.get(), NID_subject_alt_name,
-          "IP:127.0.0.1,IP:::1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,"
-          "DNS:kubernetes.default.svc.cluster.local");
-  if (!X509_sign(srv.get(), ca_key.get(), EVP_sha256())) fail("sign server");
+  Cert srv = server_cert(srv_key.get(), ca.get(), ca_key.get(), "kube-apiserver",
+                         "IP:127.0.0.1,IP:::1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
+                         "DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local");
 
   TlsFiles files{dir + "/ca.crt", dir + "/ca.key", dir + "/server.crt", dir + "/server.key"};
   write_file_atomic(files.ca_cert, pem_of_cert(ca.get()));
@@ -110,4 +132,13 @@ TlsFiles generate_test_pki(const std::string& dir) {
   return files;
 }
 
-}  // namespace kubesim
+ServingCert sign_serving_cert(const std::string& ca_cert_pem, const std::string& ca_key_pem, const std::string& cn,
+                              const std::string& sans) {
+  Cert ca = read_cert(ca_cert_pem);
+  Pkey ca_key = read_key(ca_key_pem);
+  Pkey key = new_key();
+  Cert cert = server_cert(key.get(), ca.get(), ca_key.get(), cn.c_str(), sans);
+  return {pem_of_cert(cert.get()), pem_of_key(key.get())};
+}
+
+}  // namespace noderuntime
