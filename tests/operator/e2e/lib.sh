@@ -1,10 +1,19 @@
-# Shared setup for the operator's end-to-end tests: a kubesim API server (with its kubelet
-# simulator running pods as local processes), the CRD applied with the real kubectl, and the
-# real trainbench-operator running against it with a kubeconfig, as on a cluster.
-# Needs: KUBESIM, OPERATOR, BIN_DIRS (dirs with trainbench and trainbench-worker), CRD.
+# Shared setup for the operator's end-to-end tests, on one of two clusters (E2E_BACKEND):
+#   controlplane  the real Kubernetes control plane of tests/controlplane (kube-apiserver, etcd,
+#                 kube-controller-manager, kube-scheduler), shared by the tests of a ctest run:
+#                 each test gets a namespace of its own, where the real helm installs the chart
+#                 (scope namespace); the operator runs under the chart's ServiceAccount (a
+#                 TokenRequest token) and RBAC; pods run on nodes of the test's own node agents
+#                 (tests/nodeagent), which only this namespace's pods may use (PodNodeSelector).
+#   kubesim       the emulator of tests/kubesim (API server and kubelet in one process), with the
+#                 CRD applied by kubectl and the operator as cluster admin; retired step by step.
+# Needs: OPERATOR, BIN_DIRS (dirs with trainbench and trainbench-worker), CRD; kubesim: KUBESIM;
+# controlplane: CONTROLPLANE_DIR, NODEAGENT, HELM, REPO.
 # Optional: KUBECTL (the kubectl binary to use; default: kubectl on PATH).
 set -euo pipefail
 KUBECTL=${KUBECTL:-kubectl}
+E2E_BACKEND=${E2E_BACKEND:-kubesim}
+NS=default  # the test's namespace (controlplane: its own, set by start_cluster)
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tb-e2e.XXXXXX")
 export HOME="$WORK/home" KUBECACHEDIR="$WORK/kubecache"
@@ -14,6 +23,7 @@ PIDS=()
 cleanup() {
   local rc=$?
   for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  [ "$E2E_BACKEND" != controlplane ] || cleanup_namespace
   # Bounded: a process that has not stopped 30 s after SIGTERM is killed, and the log says so,
   # instead of holding the test until ctest's timeout (seen once: kubesim's shutdown in CI's run).
   local waited=0 pid
@@ -63,19 +73,126 @@ sim_admin() {
 kill_pod() { sim_admin POST "/kubesim/v1/namespaces/default/pods/$1/kill?signal=${2:-9}" >/dev/null; }
 # Processes kubesim's kubelet still runs for pods.
 running_containers() { sim_admin GET /kubesim/v1/stats | jq -r '.kubelet.runningContainers'; }
-# Pod names the API server created (201), one line each, from kubesim's audit log.
-pods_created() { jq -r 'select(.verb == "create" and .resource == "pods" and .code == 201) | .name' "$WORK/sim/audit.log"; }
+# audit_log: the API server's audit log as JSON lines of kubesim's shape (ts, user, impersonator,
+# verb, resource, subresource, namespace, name, code, userAgent): kubesim's own, or the real
+# kube-apiserver's (level Metadata, its ResponseComplete stage) for the test's namespace.
+audit_log() {
+  if [ "$E2E_BACKEND" = controlplane ]; then
+    jq -c --arg ns "$NS" 'select(.stage == "ResponseComplete" and (.objectRef.namespace // "") == $ns) |
+      {ts: .requestReceivedTimestamp, user: .user.username, impersonator: (if .impersonatedUser then .user.username
+       else null end), verb, resource: .objectRef.resource, subresource: (.objectRef.subresource // ""),
+       namespace: .objectRef.namespace, name: (.objectRef.name // ""), code: .responseStatus.code, userAgent}' \
+      "$CONTROLPLANE_DIR/audit.log"
+  else
+    cat "$WORK/sim/audit.log"
+  fi
+}
+# Pod names the API server created (201), one line each.
+pods_created() {
+  audit_log | jq -r 'select(.verb == "create" and .resource == "pods" and .subresource == "" and .code == 201) | .name'
+}
 no_containers_running() { [ "$(running_containers)" = 0 ]; }
 pod_gone() { ! kc get pod "$1" >/dev/null 2>&1; }
 no_pods_of() { [ -z "$(kc get pods -l "trainbench.dev/job=$1" -o name)" ]; }
 pod_phase() { kc get pod "$1" -o jsonpath='{.status.phase}'; }
 
-# start_cluster [KUBESIM ARGS]: kubesim, the CRD applied with kubectl, and the operator.
+# start_cluster [--node NAME[:k=v,...]]...: the cluster (default: one node), the CRD and the
+# operator. kubesim: the arguments are kubesim's; the CRD applied with kubectl.
 start_cluster() {
-  start_kubesim "$@"
-  kc apply -f "$CRD" >/dev/null
-  wait_for 20 kc get bj || fail "the CRD did not appear in discovery"
+  if [ "$E2E_BACKEND" = controlplane ]; then
+    start_namespace
+    start_nodes "$@"
+  else
+    start_kubesim "$@"
+    kc apply -f "$CRD" >/dev/null
+    wait_for 20 kc get bj || fail "the CRD did not appear in discovery"
+  fi
   start_operator
+}
+
+# ---- the real control plane (E2E_BACKEND=controlplane) ----
+NODE_PIDS=()
+RELEASE=tb
+# start_namespace: the test's namespace on the shared control plane, the chart installed there by
+# the real helm (scope namespace: a Role, not a ClusterRole; no operator pod), and what the
+# operator runs with: a kubeconfig with the chart's ServiceAccount token and the chart's flags. kubectl's context namespace
+# is the test's, so the scripts' `kc` commands work there.
+start_namespace() {
+  NS="e2e-$(basename "$0" .sh | tr '_' '-' | cut -c1-30)-$$"
+  cp "$CONTROLPLANE_DIR/kubeconfig" "$WORK/kubeconfig"
+  export KUBECONFIG="$WORK/kubeconfig"
+  "$KUBECTL" config set-context --current --namespace "$NS" >/dev/null
+  kc create namespace "$NS" >/dev/null
+  NS_CREATED=1
+  # PodNodeSelector: every pod of this namespace goes to this test's nodes, none of another's.
+  kc annotate namespace "$NS" "scheduler.alpha.kubernetes.io/node-selector=trainbench.dev/e2e-namespace=$NS" >/dev/null
+  HELM_CACHE_HOME="$WORK/helm/cache" HELM_CONFIG_HOME="$WORK/helm/config" HELM_DATA_HOME="$WORK/helm/data" \
+    "$HELM" install "$RELEASE" "$REPO/helm/trainbench" --namespace "$NS" --set scope=namespace --set replicaCount=0 \
+    >"$WORK/helm-install.log" 2>&1 || fail "helm install: $(cat "$WORK/helm-install.log")"
+  local sa token server
+  sa=$(kc get serviceaccount -l "app.kubernetes.io/instance=$RELEASE" -o jsonpath='{.items[0].metadata.name}')
+  [ -n "$sa" ] || fail "the chart made no ServiceAccount"
+  token=$(kc create token "$sa" --duration 2h)
+  server=$("$KUBECTL" config view --raw -o jsonpath='{.clusters[0].cluster.server}')
+  printf '%s\n' "apiVersion: v1" "kind: Config" \
+    "clusters: [{name: c, cluster: {server: \"$server\", certificate-authority: \"$CONTROLPLANE_DIR/pki/ca.crt\"}}]" \
+    "users: [{name: $sa, user: {token: \"$token\"}}]" \
+    "contexts: [{name: c, context: {cluster: c, user: $sa, namespace: \"$NS\"}}]" \
+    "current-context: c" >"$WORK/operator.kubeconfig"
+  OPERATOR_KUBECONFIG="$WORK/operator.kubeconfig"
+  # The operator's flags are the chart's Deployment's (its namespace, lease, --node-lost-after 0
+  # for scope namespace, ...), but for the listen addresses: the test's operator listens on
+  # loopback ports of the kernel's choice. A script's OPERATOR_FLAGS come after them and win.
+  OPERATOR_SCOPE_FLAGS=$(kc get deployment -l "app.kubernetes.io/instance=$RELEASE" \
+    -o jsonpath='{range .items[0].spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}' |
+    grep -v -e '^--metrics-bind-address' -e '^--health-probe-bind-address' | tr '\n' ' ')
+  grep -q -- "--namespace=$NS" <<<"$OPERATOR_SCOPE_FLAGS" || fail "the chart's operator args: $OPERATOR_SCOPE_FLAGS"
+}
+
+# start_nodes [--node NAME[:k=v,...]]...: one node agent per node (default: one node, node-1),
+# each registering its Node with the labels given and this test's label; waits until all are Ready.
+start_nodes() {
+  local specs=()
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --node) specs+=("$2"); shift 2 ;;
+      *) fail "start_nodes: unknown argument $1" ;;
+    esac
+  done
+  [ ${#specs[@]} -gt 0 ] || specs=(node-1)
+  local spec name
+  for spec in "${specs[@]}"; do
+    name=${spec%%:*}
+    if [ "$spec" = "$name" ]; then start_node "$name" ""; else start_node "$name" "${spec#*:}"; fi
+  done
+  for spec in "${specs[@]}"; do
+    name=${spec%%:*}
+    wait_for 60 node_ready "$(node_name "$name")" || fail "node $name not Ready: $(tail -5 "$WORK/nodeagent-$name.log")"
+  done
+}
+# A node's name on the shared cluster: the test's name for it, made unique by the namespace.
+node_name() { echo "$NS-$1" | cut -c1-63; }
+node_ready() { [ "$(kc get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
+# start_node NAME LABELS: a node agent for NAME (labels k=v,... besides the test's own).
+start_node() {
+  local name=$1 kv args=()
+  args+=(--node "$(node_name "$name")" --label "trainbench.dev/e2e-namespace=$NS" --label "trainbench.dev/e2e-node=$name")
+  local kvs=()
+  [ -z "$2" ] || IFS=, read -ra kvs <<<"$2"
+  for kv in "${kvs[@]}"; do args+=(--label "$kv"); done
+  mkdir -p "$WORK/nodes/$name"
+  PATH="$BIN_DIRS:$PATH" "$NODEAGENT" --controlplane "$CONTROLPLANE_DIR" --dir "$WORK/nodes/$name" "${args[@]}" \
+    >"$WORK/nodeagent-$name.log" 2>&1 &
+  NODE_PIDS+=($!)
+}
+# The namespace (with the chart's release and the test's pods) and the test's nodes go.
+cleanup_namespace() {
+  [ -n "${NS_CREATED:-}" ] || return 0
+  "$KUBECTL" delete namespace "$NS" --wait=false >/dev/null 2>&1 || true
+  local pid
+  for pid in "${NODE_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${NODE_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  "$KUBECTL" delete nodes -l "trainbench.dev/e2e-namespace=$NS" --wait=false >/dev/null 2>&1 || true
 }
 
 # mlp_job NAME MEASURE_STEPS RUN_POLICY SWEEP_ENTRY...: a small MLP BenchmarkJob (YAML on stdout).
@@ -93,7 +210,8 @@ mlp_job() {
 # start_operator [FLAGS]: also the words of $OPERATOR_FLAGS (a script's own settings).
 start_operator() {
   # shellcheck disable=SC2086
-  "$OPERATOR" --kubeconfig "$KUBECONFIG" --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
+  "$OPERATOR" --kubeconfig "${OPERATOR_KUBECONFIG:-$KUBECONFIG}" ${OPERATOR_SCOPE_FLAGS:-} \
+    --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
     ${OPERATOR_FLAGS:-} "$@" >>"$WORK/operator.log" 2>&1 &
   OPERATOR_PID=$!
   PIDS+=($OPERATOR_PID)

@@ -20,7 +20,7 @@ for n in 0 1; do
   grep -qx "NODE_RANK=$n" <<<"$env" || fail "trainer $n: NODE_RANK: $env"
   grep -qx "WORLD_SIZE=4" <<<"$env" || fail "trainer $n: WORLD_SIZE"
   grep -qx "NPROC_PER_NODE=2" <<<"$env" || fail "trainer $n: NPROC_PER_NODE"
-  grep -qx "MASTER_ADDR=$JOB-r1.default.svc" <<<"$env" || fail "trainer $n: MASTER_ADDR"
+  grep -qx "MASTER_ADDR=$JOB-r1.$NS.svc" <<<"$env" || fail "trainer $n: MASTER_ADDR"
   grep -qx "MASTER_PORT=29500" <<<"$env" || fail "trainer $n: MASTER_PORT"
 done
 owner=$(kc get pod "$JOB-r1-a0-master" -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}')
@@ -93,7 +93,7 @@ fi
 # started before the job exists. The percent never decreases; while a run measures, status shows
 # its step of steps, repeat of repeats, rate and an estimate; the job ends at 100% without a
 # current run. Versions that change nothing but the progress are at least the interval (2 s)
-# apart, and the status writes kubesim's audit log counts are no more than the other changes
+# apart, and the status writes the API server's audit log counts are no more than the other changes
 # plus one per interval.
 "$KUBECTL" get bj -w -o json >"$WORK/watch.json" 2>"$WORK/watch.err" &
 WATCH_PID=$!
@@ -132,7 +132,7 @@ others=$(jq -s "[range(1; length) as \$i | select((.[\$i] | $rest) != (.[\$i - 1
 for g in $gaps; do [ "$g" -ge 2 ] || fail "progress-only writes $g s apart (interval 2 s): $gaps"; done
 read -r writes span <<<"$(jq -s -r '[.[] | select(.verb == "patch" and .resource == "benchmarkjobs" and
   .subresource == "status" and .name == "progress" and .code == 200) | .ts | sub("\\.[0-9]+Z$"; "Z") | fromdate] |
-  "\(length) \(if length > 0 then last - first else 0 end)"' "$WORK/sim/audit.log")"
+  "\(length) \(if length > 0 then last - first else 0 end)"' <(audit_log))"
 echo "status writes: $writes in $span s; $others versions changed more than progress; progress-only gaps (s): $gaps"
 [ "$writes" -le $((others + span / 2 + 1)) ] || fail "$writes status writes in $span s: more than $others + $span / 2 + 1"
 

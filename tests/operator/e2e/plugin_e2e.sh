@@ -28,7 +28,7 @@ done
 kc apply -f "$WORK/base.yaml" >/dev/null
 # Right after the create: no report yet (exit 5), saying why.
 expect 5 "$WORK/early.txt" kubectl trainbench report base
-grep -q "BenchmarkJob base in namespace default has no report yet: " "$WORK/early.txt" || fail "early: $(cat "$WORK/early.txt")"
+grep -q "BenchmarkJob base in namespace $NS has no report yet: " "$WORK/early.txt" || fail "early: $(cat "$WORK/early.txt")"
 kc apply -f "$WORK/test.yaml" >/dev/null  # beside base (each pod has its own IP: same masterPort)
 
 # logs while run 1 runs (the default run): rank 1 is trainer pod 1, named on stderr; its log
@@ -60,8 +60,11 @@ grep -q "^2 CPUs -- 2M/1G:" "$WORK/report.txt" || fail "report has no 2M/1G row:
 jq -e --slurpfile a "$WORK/base.json" '. == $a[0]' "$WORK/saved.json" >/dev/null || fail "--json differs from status.report"
 # Without KUBECONFIG: ~/.kube/config, its contexts (--context) and a context's namespace.
 mkdir -p "$HOME/.kube" && cp "$KUBECONFIG" "$HOME/.kube/config"
-kc config set-context team --cluster=kubesim --user=kubesim-admin --namespace=elsewhere --kubeconfig="$HOME/.kube/config" >/dev/null
-env -u KUBECONFIG kubectl trainbench report base --context kubesim | cmp - "$WORK/report.txt" || fail "~/.kube/config"
+ctx=$(kc config current-context)
+cluster=$(kc config view -o jsonpath="{.contexts[?(@.name==\"$ctx\")].context.cluster}")
+user=$(kc config view -o jsonpath="{.contexts[?(@.name==\"$ctx\")].context.user}")
+kc config set-context team --cluster="$cluster" --user="$user" --namespace=elsewhere --kubeconfig="$HOME/.kube/config" >/dev/null
+env -u KUBECONFIG kubectl trainbench report base --context "$ctx" | cmp - "$WORK/report.txt" || fail "~/.kube/config"
 expect 1 "$WORK/e2" env -u KUBECONFIG kubectl trainbench report base --context team
 grep -q 'BenchmarkJob "base" not found in namespace "elsewhere"' "$WORK/e2" || fail "context namespace: $(cat "$WORK/e2")"
 
@@ -86,7 +89,7 @@ grep -q "<svg" "$WORK/scaling.svg" || fail "no <svg> in $(head -c 200 "$WORK/sca
 
 # Errors: each names its cause and exits as documented.
 expect 1 "$WORK/e1" kubectl trainbench report nope
-grep -q 'BenchmarkJob "nope" not found in namespace "default"' "$WORK/e1" || fail "missing job: $(cat "$WORK/e1")"
+grep -q "BenchmarkJob \"nope\" not found in namespace \"$NS\"" "$WORK/e1" || fail "missing job: $(cat "$WORK/e1")"
 expect 1 "$WORK/e2" kubectl trainbench report base -n other
 grep -q 'BenchmarkJob "base" not found in namespace "other"' "$WORK/e2" || fail "-n: $(cat "$WORK/e2")"
 expect 1 "$WORK/e3" kubectl trainbench report base --kubeconfig "$WORK/none"
