@@ -232,6 +232,26 @@ stop_processes() {
   return 0
 }
 
+# node_kubeconfig NAME: DIR/nodes/NAME/{node.crt,node.key,kubeconfig} (made once; printed).
+node_kubeconfig() {
+  local name=$1 d=$DIR/nodes/$1 re='^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$'
+  [[ $name =~ $re ]] || die "node-kubeconfig: bad node name '$name'"
+  if [ ! -s "$d/kubeconfig" ]; then
+    mkdir -p "$d"
+    openssl req -newkey rsa:2048 -nodes -subj "/O=system:nodes/CN=system:node:$name" -keyout "$d/node.key" \
+      -out "$d/node.csr" 2>/dev/null
+    printf '%s\n' "basicConstraints=CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" \
+      "extendedKeyUsage=clientAuth" >"$d/node.ext"
+    openssl x509 -req -in "$d/node.csr" -CA "$DIR/pki/ca.crt" -CAkey "$DIR/pki/ca.key" -CAcreateserial \
+      -CAserial "$d/ca.srl" -days 7 -extfile "$d/node.ext" -out "$d/node.crt" 2>/dev/null
+    rm -f "$d/node.csr" "$d/node.ext" "$d/ca.srl"
+    chmod 600 "$d/node.key"
+    kubeconfig "$d/kubeconfig.tmp" "$(cat "$DIR/url")" "system:node:$name" "$d/node"
+    mv "$d/kubeconfig.tmp" "$d/kubeconfig"
+  fi
+  echo "$d/kubeconfig"
+}
+
 main() {
   local cmd=${1:-} dir=${2:-}
   [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: controlplane.sh start|stop|env DIR, node-kubeconfig DIR NAME"
