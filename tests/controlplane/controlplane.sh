@@ -170,7 +170,7 @@ start_components() {
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
     --kubelet-client-certificate "$p/apiserver-kubelet-client.crt" --kubelet-client-key "$p/apiserver-kubelet-client.key" \
-    --kubelet-certificate-authority "$p/ca.crt" \
+    --kubelet-certificate-authority "$p/ca.crt" --kubelet-preferred-address-types InternalIP,ExternalIP,Hostname \
     --audit-policy-file "$DIR/audit-policy.yaml" --audit-log-path "$DIR/audit.log" --audit-log-format json \
     --audit-log-mode blocking --profiling=false --cert-dir "$DIR/apiserver-certs"
   wait_until "$TIMEOUT" "kube-apiserver ready ($URL/readyz)" curl_api /readyz || return 1
