@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes control plane the `controlplane` tests start: kube-apiserver,
-# kube-controller-manager, kube-scheduler (k8s.io/kubernetes, pinned in tests/controlplane/build/go.mod)
-# and etcd (go.etcd.io/etcd/server/v3 at the version that release requires), from the Go module
+# kube-controller-manager, kube-scheduler (k8s.io/kubernetes, pinned in tests/controlplane/build/go.mod),
+# the kubectl of the same release (the machine's kubectl is 1.33 at most, beyond the supported
+# skew of one minor version) and etcd (go.etcd.io/etcd/server/v3 at the version that release requires), from the Go module
 # proxy, checked against the committed go.sum.
 #
 # The binaries go to a cache outside the clone keyed by the pinned versions and go.sum's hash:
@@ -32,7 +33,7 @@ hash=$( (cat "$mod/go.mod" "$mod/go.sum" "$mod/tools.go" "$mod/etcd/main.go"; ec
   sha256sum | cut -c1-12)
 root="${TRAINBENCH_CACHE:-$HOME/.cache/trainbench}/controlplane"
 dir="$root/k8s-$k8s-etcd-$etcd-$hash"
-bins=(etcd kube-apiserver kube-controller-manager kube-scheduler)
+bins=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
 
 built() { for b in "${bins[@]}"; do [ -x "$dir/bin/$b" ] || return 1; done; }
 if [ "${1:-}" = "--path" ]; then built && { echo "$dir/bin"; exit 0; }; exit 1; fi
@@ -52,7 +53,7 @@ cd "$mod"
 # CGO_ENABLED=0 as upstream's release builds.
 CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath -ldflags "$ldflags" -o "$tmp/bin/" \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-  k8s.io/kubernetes/cmd/kube-scheduler ./etcd
+  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl ./etcd
 "$tmp/bin/kube-apiserver" --version >&2
 "$tmp/bin/etcd" --version | head -1 >&2
 rm -rf "$dir"; mkdir -p "$(dirname "$dir")"; mv "$tmp" "$dir"

@@ -4,8 +4,9 @@
 # so the real API server compiles its structural schema and CEL rules (and refuses the chart if
 # they do not compile or exceed the CEL cost budget), then the RBAC objects and the Deployment.
 # replicaCount 0: tests that need the operator run it themselves under the chart's ServiceAccount.
-# Needs: KUBECONFIG, HELM, REPO.
+# Needs: KUBECONFIG, CONTROLPLANE_DIR, HELM, REPO.
 set -euo pipefail
+export PATH="$CONTROLPLANE_DIR/bin:$PATH"  # the kubectl of the server's release
 export HELM_CACHE_HOME=$(mktemp -d) HELM_CONFIG_HOME=$(mktemp -d) HELM_DATA_HOME=$(mktemp -d)
 trap 'rm -rf "$HELM_CACHE_HOME" "$HELM_CONFIG_HOME" "$HELM_DATA_HOME"' EXIT
 [ -x "$HELM" ] || { echo "no helm at $HELM: run scripts/fetch-helm.sh" >&2; exit 1; }

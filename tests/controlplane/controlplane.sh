@@ -25,6 +25,7 @@
 #   controller-manager.kubeconfig, scheduler.kubeconfig   CN=system:kube-controller-manager,
 #                                   CN=system:kube-scheduler: the bootstrap RBAC's own identities
 #   audit.log                       the API server's audit log (JSON lines, level Metadata)
+#   bin/                            the binaries (kubectl of the same release among them)
 #   etcd/ logs/ pids                etcd's data, each process's log, the process group
 # Environment: CONTROLPLANE_BIN (default: scripts/controlplane.sh --path),
 #   CONTROLPLANE_NODE_MONITOR_GRACE (kube-controller-manager --node-monitor-grace-period, 40s),
@@ -198,6 +199,7 @@ start() {
   TIMEOUT=${CONTROLPLANE_START_TIMEOUT:-180}
   mkdir -p "$DIR/logs"
   DIR=$(cd "$DIR" && pwd)
+  ln -s "$BIN" "$DIR/bin"  # tests put DIR/bin first in PATH: the kubectl of the server's release
   make_pki "$DIR"
   write_audit_policy
   local try

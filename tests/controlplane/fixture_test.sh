@@ -3,6 +3,7 @@
 # component is there and doing its job, and authentication and RBAC are the real ones.
 # Needs KUBECONFIG and CONTROLPLANE_DIR (the ctest fixture's).
 set -euo pipefail
+export PATH="$CONTROLPLANE_DIR/bin:$PATH"  # the kubectl of the server's release
 fail() { echo "FAIL: $*" >&2; exit 1; }
 kc() { kubectl --request-timeout=20s "$@"; }
 wait_for() {  # wait_for SECONDS CMD...

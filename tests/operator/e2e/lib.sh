@@ -22,6 +22,13 @@ PIDS=()
 
 cleanup() {
   local rc=$?
+  if [ $rc = 0 ] && [ "$E2E_BACKEND" = controlplane ]; then
+    # The chart's RBAC is enough: the real authorizer refused the operator nothing.
+    local denied
+    denied=$(jq -c --arg u "system:serviceaccount:$NS:${OPERATOR_SA:-}" 'select(.stage == "ResponseComplete" and
+      .user.username == $u and .responseStatus.code == 403) | {verb, objectRef}' "$CONTROLPLANE_DIR/audit.log" | sort -u)
+    [ -z "$denied" ] || { echo "FAIL: the API server refused the operator (403): $denied" >&2; rc=1; }
+  fi
   for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   [ "$E2E_BACKEND" != controlplane ] || cleanup_namespace
   # Bounded: a process that has not stopped 30 s after SIGTERM is killed, and the log says so,
@@ -119,6 +126,7 @@ RELEASE=tb
 # is the test's, so the scripts' `kc` commands work there.
 start_namespace() {
   NS="e2e-$(basename "$0" .sh | tr '_' '-' | cut -c1-30)-$$"
+  export PATH="$CONTROLPLANE_DIR/bin:$PATH"  # the kubectl of the server's release
   cp "$CONTROLPLANE_DIR/kubeconfig" "$WORK/kubeconfig"
   export KUBECONFIG="$WORK/kubeconfig"
   "$KUBECTL" config set-context --current --namespace "$NS" >/dev/null
@@ -132,6 +140,7 @@ start_namespace() {
   local sa token server
   sa=$(kc get serviceaccount -l "app.kubernetes.io/instance=$RELEASE" -o jsonpath='{.items[0].metadata.name}')
   [ -n "$sa" ] || fail "the chart made no ServiceAccount"
+  OPERATOR_SA=$sa
   token=$(kc create token "$sa" --duration 2h)
   server=$("$KUBECTL" config view --raw -o jsonpath='{.clusters[0].cluster.server}')
   printf '%s\n' "apiVersion: v1" "kind: Config" \
