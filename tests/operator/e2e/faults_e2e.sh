@@ -68,7 +68,7 @@ kc get bj "$JOB" -o jsonpath='{.status.conditions[?(@.type=="Succeeded")].status
   fail "Succeeded condition"
 
 # The faults really happened.
-stats=$(sim_admin GET /kubesim/v1/stats)
+stats=$(cluster_stats)
 for f in $FAULT_NAMES; do
   n=$(jq -r --arg f "$f" '.faults.injected[$f] // 0' <<<"$stats")
   echo "$CASE: kubesim injected $n x $f"
@@ -136,5 +136,5 @@ restarts=$(kc get bj "$JOB" -o json | jq '[.status.runs[].restarts // 0] | add')
 ! grep -q "lost the lease" "$WORK/operator.log" || fail "the operator lost its lease: $(grep -i lease "$WORK/operator.log")"
 
 wait_for 60 no_pods_of "$JOB" || fail "pods left: $(kc get pods -l trainbench.dev/job=$JOB -o name)"
-wait_for 30 no_containers_running || fail "processes left running: $(sim_admin GET /kubesim/v1/stats)"
+wait_for 30 no_containers_running || fail "processes left running: $(cluster_stats)"
 echo "PASS faults_e2e $CASE"

@@ -72,5 +72,5 @@ grep -q "hang: rank 3 (pod $JOB-r0-a1-trainer-3" <<<"$msg" || fail "Failed messa
 [ "$(kc get bj "$JOB" -o jsonpath='{.status.runs[0].phase}')" = Failed ] || fail "run not Failed"
 
 wait_for 30 no_pods_of "$JOB" || fail "pods left: $(kc get pods -o name)"
-wait_for 30 no_containers_running || fail "processes left running: $(sim_admin GET /kubesim/v1/stats)"
+wait_for 30 no_containers_running || fail "processes left running: $(cluster_stats)"
 echo "PASS hang_e2e"

@@ -76,10 +76,40 @@ sim_admin() {
   curl -sS --fail --cacert "$WORK/sim/ca.crt" -H "Authorization: Bearer $(cat "$WORK/sim/admin-token")" \
     -X "$1" "$SIM_URL$2"
 }
-# kill_pod NAME [SIGNAL]: the pod's containers get the signal, as a node would kill them.
-kill_pod() { sim_admin POST "/kubesim/v1/namespaces/default/pods/$1/kill?signal=${2:-9}" >/dev/null; }
-# Processes kubesim's kubelet still runs for pods.
-running_containers() { sim_admin GET /kubesim/v1/stats | jq -r '.kubelet.runningContainers'; }
+# controlplane: the containers of the test's pods on this machine, one "PGID POD" line each. Each
+# container is a process group of its own, and the operator's pods name themselves in their
+# environment (POD_NAME, POD_NAMESPACE from the downward API), so this finds them whatever the
+# node agent believes.
+pod_process_groups() {
+  local p env
+  for p in /proc/[0-9]*; do
+    env=$(tr '\0' '\n' <"$p/environ" 2>/dev/null) || continue
+    grep -qx "POD_NAMESPACE=$NS" <<<"$env" || continue
+    echo "$(ps -o pgid= -p "${p#/proc/}" 2>/dev/null | tr -d ' ') $(sed -n 's/^POD_NAME=//p' <<<"$env")"
+  done | awk '$1 != "" && !seen[$1]++'
+}
+# kill_pod NAME [SIGNAL]: the pod's containers get the signal, as a node would kill them (the
+# kernel's OOM killer, a crashed runtime).
+kill_pod() {
+  if [ "$E2E_BACKEND" = controlplane ]; then
+    local pgid pod n=0
+    while read -r pgid pod; do
+      [ "$pod" = "$1" ] || continue
+      kill -"${2:-9}" -- "-$pgid" 2>/dev/null && n=$((n + 1))
+    done < <(pod_process_groups)
+    [ $n -gt 0 ] || fail "kill_pod $1: no container of it runs"
+  else
+    sim_admin POST "/kubesim/v1/namespaces/default/pods/$1/kill?signal=${2:-9}" >/dev/null
+  fi
+}
+# Containers still running for the test's pods.
+running_containers() {
+  if [ "$E2E_BACKEND" = controlplane ]; then
+    pod_process_groups | wc -l
+  else
+    sim_admin GET /kubesim/v1/stats | jq -r '.kubelet.runningContainers'
+  fi
+}
 # audit_log: the API server's audit log as JSON lines of kubesim's shape (ts, user, impersonator,
 # verb, resource, subresource, namespace, name, code, userAgent): kubesim's own, or the real
 # kube-apiserver's (level Metadata, its ResponseComplete stage) for the test's namespace.
@@ -99,6 +129,10 @@ pods_created() {
   audit_log | jq -r 'select(.verb == "create" and .resource == "pods" and .subresource == "" and .code == 201) | .name'
 }
 no_containers_running() { [ "$(running_containers)" = 0 ]; }
+# For failure messages: what still runs (kubesim: its stats; controlplane: the pods' process groups).
+cluster_stats() {
+  if [ "$E2E_BACKEND" = controlplane ]; then pod_process_groups; else sim_admin GET /kubesim/v1/stats; fi
+}
 pod_gone() { ! kc get pod "$1" >/dev/null 2>&1; }
 no_pods_of() { [ -z "$(kc get pods -l "trainbench.dev/job=$1" -o name)" ]; }
 pod_phase() { kc get pod "$1" -o jsonpath='{.status.phase}'; }

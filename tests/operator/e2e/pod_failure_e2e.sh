@@ -59,7 +59,7 @@ kc get bj "$JOB" | grep -q Failed || fail "kubectl get bj does not show Failed"
 # Nothing left: no pod of the job, no process of any pod (the master and the surviving worker
 # of each attempt were stopped too).
 wait_for 30 no_pods_of "$JOB" || fail "pods left: $(kc get pods -o name)"
-wait_for 30 no_containers_running || fail "processes left running: $(sim_admin GET /kubesim/v1/stats)"
+wait_for 30 no_containers_running || fail "processes left running: $(cluster_stats)"
 # Exactly the pods of two attempts were ever created.
 [ "$(pods_created | sort | tr '\n' ' ')" = "$(printf '%s\n' "${a0[@]}" "${a1[@]}" | sort | tr '\n' ' ')" ] ||
   fail "pods created: $(pods_created | tr '\n' ' ')"

@@ -47,7 +47,7 @@ wait_for 120 run_phase_is 1 Running || fail "run 1 not running: $(status runs)"
 set_suspend true
 wait_for 30 phase_is "$JOB" Suspended || fail "not suspended: $(status phase)"
 wait_for 60 no_pods_of "$JOB" || fail "pods left after suspend: $(kc get pods -o name)"
-wait_for 30 no_containers_running || fail "processes left running: $(sim_admin GET /kubesim/v1/stats)"
+wait_for 30 no_containers_running || fail "processes left running: $(cluster_stats)"
 run_phase_is 0 Succeeded || fail "the finished run 0 was not kept: $(status 'runs[0]')"
 [ "$(status 'runs[1].restarts')/$(status 'runs[1].interruptions')/$(status 'runs[1].phase')" = 0/1/Pending ] ||
   fail "run 1 after the suspend: $(status 'runs[1]')"
@@ -79,5 +79,5 @@ kc get events --field-selector "involvedObject.name=$JOB" --sort-by=.metadata.cr
 
 # Nothing left.
 wait_for 30 no_pods_of "$JOB" || fail "pods left: $(kc get pods -o name)"
-wait_for 30 no_containers_running || fail "processes left running: $(sim_admin GET /kubesim/v1/stats)"
+wait_for 30 no_containers_running || fail "processes left running: $(cluster_stats)"
 echo "PASS suspend_e2e"
