@@ -64,6 +64,14 @@ bool container_finished(PodRun& run, const std::string& container) {
   return true;
 }
 
+bool container_running(PodRun& run, const std::string& container) {
+  std::lock_guard<std::mutex> lock(run.mu);
+  for (const auto& c : run.containers) {
+    if ((container.empty() && !c.init) || c.name == container) return c.running;
+  }
+  return false;
+}
+
 int signal_containers(PodRun& run, const std::string& container, int signal) {
   std::lock_guard<std::mutex> lock(run.mu);
   int n = 0;

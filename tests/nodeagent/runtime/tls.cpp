@@ -132,12 +132,31 @@ TlsFiles generate_test_pki(const std::string& dir) {
   return files;
 }
 
-ServingCert sign_serving_cert(const std::string& ca_cert_pem, const std::string& ca_key_pem, const std::string& cn,
-                              const std::string& sans) {
+SignedCert sign_serving_cert(const std::string& ca_cert_pem, const std::string& ca_key_pem, const std::string& cn,
+                             const std::string& sans) {
   Cert ca = read_cert(ca_cert_pem);
   Pkey ca_key = read_key(ca_key_pem);
   Pkey key = new_key();
   Cert cert = server_cert(key.get(), ca.get(), ca_key.get(), cn.c_str(), sans);
+  return {pem_of_cert(cert.get()), pem_of_key(key.get())};
+}
+
+SignedCert sign_client_cert(const std::string& ca_cert_pem, const std::string& ca_key_pem, const std::string& cn,
+                            const std::vector<std::string>& organizations) {
+  Cert ca = read_cert(ca_cert_pem);
+  Pkey ca_key = read_key(ca_key_pem);
+  Pkey key = new_key();
+  Cert cert = new_cert(key.get(), cn.c_str());
+  X509_NAME* name = X509_get_subject_name(cert.get());
+  for (const auto& o : organizations) {
+    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(o.c_str()), -1, -1, 0);
+  }
+  X509_set_issuer_name(cert.get(), X509_get_subject_name(ca.get()));
+  add_ext(cert.get(), ca.get(), NID_basic_constraints, "critical,CA:FALSE");
+  add_ext(cert.get(), ca.get(), NID_key_usage, "critical,digitalSignature,keyEncipherment");
+  add_ext(cert.get(), ca.get(), NID_ext_key_usage, "clientAuth");
+  add_ext(cert.get(), ca.get(), NID_authority_key_identifier, "keyid:always");
+  if (!X509_sign(cert.get(), ca_key.get(), EVP_sha256())) fail("sign client");
   return {pem_of_cert(cert.get()), pem_of_key(key.get())};
 }
 

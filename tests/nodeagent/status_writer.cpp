@@ -1,0 +1,104 @@
+#include "status_writer.hpp"
+
+#include <cstdio>
+#include <vector>
+
+#include "kube/errors.hpp"
+
+namespace nodeagent {
+
+using json = nlohmann::json;
+
+StatusWriter::StatusWriter(std::shared_ptr<const kube::Client> client, PodLookup cached_pod)
+    : client_(std::move(client)), cached_pod_(std::move(cached_pod)) {}
+
+void StatusWriter::start() {
+  thread_ = std::thread([this] { loop(); });
+}
+
+void StatusWriter::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void StatusWriter::silence() {
+  std::lock_guard<std::mutex> lock(mu_);
+  silenced_ = true;
+  pending_.clear();
+}
+
+void StatusWriter::update(const std::string& ns, const std::string& name, const std::string& uid,
+                          const noderuntime::PodStatusReport& report) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (silenced_) return;
+    pending_[uid] = Pending{ns, name, uid, report, next_seq_++};
+  }
+  cv_.notify_all();
+}
+
+void StatusWriter::flush(const std::string& uid) {
+  std::optional<Pending> p;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(uid);
+    if (it == pending_.end() || silenced_) return;
+    p = std::move(it->second);
+    pending_.erase(it);
+  }
+  write(*p);
+}
+
+bool StatusWriter::write(const Pending& p) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  auto& last = written_[p.uid];
+  if (p.seq < last) return true;  // a later status went out already
+  std::optional<json> pod = cached_pod_(p.ns, p.name);
+  if (!pod || pod->value("metadata", json::object()).value("uid", "") != p.uid) return true;
+  json status = pod->value("status", json::object());
+  if (!noderuntime::apply_pod_status(status, p.report)) return true;
+  try {
+    client_->patch(kube::resources::pods(), p.ns, p.name, kube::PatchType::kStrategic,
+                   {{"metadata", {{"uid", p.uid}}}, {"status", status}}, {}, "status");
+    last = p.seq;
+    return true;
+  } catch (const kube::ApiError& e) {
+    if (e.is_not_found() || e.is_conflict() || e.is_invalid()) {  // gone, another pod now, or refused
+      if (!e.is_not_found()) std::fprintf(stderr, "trainbench-nodeagent: status of %s/%s: %s\n", p.ns.c_str(), p.name.c_str(), e.what());
+      return true;
+    }
+    std::fprintf(stderr, "trainbench-nodeagent: status of %s/%s: %s\n", p.ns.c_str(), p.name.c_str(), e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trainbench-nodeagent: status of %s/%s: %s\n", p.ns.c_str(), p.name.c_str(), e.what());
+  }
+  return false;
+}
+
+void StatusWriter::loop() {
+  for (;;) {
+    std::map<std::string, Pending> batch;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+      if (stopping_) return;
+      batch.swap(pending_);
+    }
+    bool failed = false;
+    for (auto& [uid, p] : batch) {
+      if (write(p)) continue;
+      failed = true;
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!silenced_) pending_.emplace(uid, std::move(p));  // unless a newer one came meanwhile
+    }
+    if (failed) {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, std::chrono::seconds(1), [&] { return stopping_; });
+    }
+  }
+}
+
+}  // namespace nodeagent

@@ -1,0 +1,53 @@
+# Pods the real scheduler binds here run: one to Succeeded with its downward-API and ConfigMap
+# env, one to Failed with its exit code and termination message; the ServiceAccount token the
+# agent got by TokenRequest authenticates as the pod's ServiceAccount.
+start_agent n1
+wait_for 30 node_ready n1 || fail "node n1 not Ready"
+kc -n "$ns" create configmap settings --from-literal=greeting=hello >/dev/null
+pod ok n1 Never 'echo "pod=$POD_NAME ns=$POD_NS node=$NODE_NAME ip=$POD_IP host=$HOST_IP app=$APP greeting=$GREETING"
+echo "token=$(cat "$TRAINBENCH_SERVICEACCOUNT_DIR/token")"' "$(cat <<'YAML'
+    env:
+    - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+    - {name: POD_NS, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+    - {name: NODE_NAME, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}
+    - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
+    - {name: HOST_IP, valueFrom: {fieldRef: {fieldPath: status.hostIP}}}
+    - {name: APP, valueFrom: {fieldRef: {fieldPath: "metadata.labels['app']"}}}
+    - {name: GREETING, valueFrom: {configMapKeyRef: {name: settings, key: greeting}}}
+YAML
+)"
+pod bad n1 Never 'echo failing; echo "it broke" > "$TRAINBENCH_TERMINATION_LOG"; exit 3'
+wait_for 60 phase_is ok Succeeded || fail "ok: $(kc -n "$ns" get pod ok -o jsonpath='{.status}')"
+wait_for 60 phase_is bad Failed || fail "bad: $(kc -n "$ns" get pod bad -o jsonpath='{.status}')"
+
+ok=$(kc -n "$ns" get pod ok -o json)
+ip=$(jq -r .status.podIP <<<"$ok")
+host=$(jq -r .status.hostIP <<<"$ok")
+[[ $ip =~ ^127\.[0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "ok: podIP '$ip'"
+jq -e '.status.containerStatuses[0].state.terminated | .exitCode == 0 and .reason == "Completed"' >/dev/null <<<"$ok" ||
+  fail "ok: $(jq -c .status.containerStatuses <<<"$ok")"
+jq -e '[.status.conditions[] | select(.type == "Ready" or .type == "Initialized") | .status] | sort == ["False", "True"]' \
+  >/dev/null <<<"$ok" || fail "ok: conditions $(jq -c .status.conditions <<<"$ok")"
+log=$(kc -n "$ns" logs ok)
+want="pod=ok ns=$ns node=$ns-n1 ip=$ip host=$host app=ok greeting=hello"
+grep -qxF "$want" <<<"$log" || fail "ok's env: got '$(head -1 <<<"$log")', want '$want'"
+echo "ok: Succeeded, exit 0, env $want"
+
+bad=$(kc -n "$ns" get pod bad -o json)
+jq -e '.status.containerStatuses[0].state.terminated | .exitCode == 3 and .reason == "Error" and .message == "it broke\n"' \
+  >/dev/null <<<"$bad" || fail "bad: $(jq -c .status.containerStatuses <<<"$bad")"
+echo "bad: Failed, exit 3, termination message 'it broke'"
+
+token=$(sed -n 's/^token=//p' <<<"$log")
+server=$(cat "$CONTROLPLANE_DIR/url")
+who=$(curl -sS --cacert "$CONTROLPLANE_DIR/pki/ca.crt" -H "Authorization: Bearer $token" -X POST \
+  -H 'Content-Type: application/json' -d '{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}' \
+  "$server/apis/authentication.k8s.io/v1/selfsubjectreviews" | jq -r .status.userInfo.username)
+[ "$who" = "system:serviceaccount:$ns:default" ] || fail "the pod's token authenticates as '$who'"
+echo "token: $who (TokenRequest bound to the pod)"
+
+reasons() { kc -n "$ns" get events --field-selector "involvedObject.name=$1" -o json |
+  jq -r --arg n "$ns-n1" '[.items[] | select(.source.host == $n) | .reason] | sort | unique | join(" ")'; }
+has_events() { [ "$(reasons ok)" = "Created Started" ]; }
+wait_for 20 has_events || fail "ok's kubelet events: '$(reasons ok)'"
+echo "events: $(reasons ok)"
