@@ -1,6 +1,8 @@
 #include "api_view.hpp"
 
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 #include "kube/errors.hpp"
 
@@ -42,10 +44,18 @@ ApiView::ApiView(std::shared_ptr<const kube::Client> client) : client_(std::move
 }
 
 std::optional<json> ApiView::get(const kube::ResourceType& type, const std::string& ns, const std::string& name) {
-  try {
-    return client_->try_get(type, ns, name);
-  } catch (const kube::KubeError& e) {  // e.g. 403 before the pod's edge reaches the Node authorizer
-    throw std::runtime_error(std::string("cannot read ") + type.plural + " " + ns + "/" + name + ": " + e.what());
+  // A pod just bound to this node reaches the Node authorizer's graph a moment after it reaches
+  // the agent: a 403 is tried again for two seconds before it counts.
+  for (int attempt = 0;; ++attempt) {
+    try {
+      return client_->try_get(type, ns, name);
+    } catch (const kube::KubeError& e) {
+      const bool forbidden = dynamic_cast<const kube::ForbiddenError*>(&e) != nullptr;
+      if (!forbidden || attempt >= 8) {
+        throw std::runtime_error("cannot read " + type.plural + " " + ns + "/" + name + ": " + e.what());
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
 }
 

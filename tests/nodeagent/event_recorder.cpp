@@ -59,7 +59,8 @@ json EventRecorder::event_of(const json& object, const std::string& type, const 
                    {"uid", md.value("uid", "")},
                    {"resourceVersion", md.value("resourceVersion", "")}};
   if (!ns.empty()) involved["namespace"] = ns;
-  return {{"metadata", {{"name", md.value("name", "") + "." + hex_nanos()}, {"namespace", ns.empty() ? "default" : ns}}},
+  const json meta = {{"name", md.value("name", "") + "." + hex_nanos()}, {"namespace", ns.empty() ? "default" : ns}};
+  return {{"metadata", meta},
           {"involvedObject", involved},
           {"reason", reason},
           {"message", message},

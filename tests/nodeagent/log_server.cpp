@@ -45,7 +45,9 @@ LogPlan plan_log(const HttpRequest& req, const std::string& path) {
   p.offset = p.head.size();
   if (req.has_param("tailLines")) p.head = noderuntime::tail_lines(p.head, number_param(req, "tailLines", 0));
   p.budget = number_param(req, "limitBytes", -1);
-  if (p.budget >= 0 && static_cast<long long>(p.head.size()) > p.budget) p.head.resize(static_cast<std::size_t>(p.budget));
+  if (p.budget >= 0 && static_cast<long long>(p.head.size()) > p.budget) {
+    p.head.resize(static_cast<std::size_t>(p.budget));
+  }
   if (p.budget >= 0) p.budget -= static_cast<long long>(p.head.size());
   return p;
 }
@@ -74,7 +76,8 @@ bool LogServer::authorized(const HttpRequest& req) {
       {"spec",
        {{"user", req.client_cn},
         {"groups", req.client_orgs},
-        {"resourceAttributes", {{"verb", "get"}, {"resource", "nodes"}, {"subresource", "proxy"}, {"name", config_.node}}}}}};
+        {"resourceAttributes",
+         {{"verb", "get"}, {"resource", "nodes"}, {"subresource", "proxy"}, {"name", config_.node}}}}}};
   bool allowed = false;
   try {
     const json answer = client_->request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", "", &review);
@@ -130,7 +133,9 @@ void LogServer::serve_log(const HttpRequest& req, HttpResponder& res, const std:
       [&] { return !noderuntime::container_running(*run, container) || plan.budget == 0; },
       [&](const std::string& more) {
         std::string out = more;
-        if (plan.budget >= 0 && static_cast<long long>(out.size()) > plan.budget) out.resize(static_cast<std::size_t>(plan.budget));
+        if (plan.budget >= 0 && static_cast<long long>(out.size()) > plan.budget) {
+          out.resize(static_cast<std::size_t>(plan.budget));
+        }
         if (plan.budget >= 0) plan.budget -= static_cast<long long>(out.size());
         return res.write_chunk(out);
       },

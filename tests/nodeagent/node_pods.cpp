@@ -50,7 +50,9 @@ void NodePods::start() {
   h.on_add = [this](const json& pod) { handle(pod); };
   h.on_update = [this](const json&, const json& pod) { handle(pod); };
   h.on_delete = [this](const json& pod) { removed(pod); };
-  h.on_error = [](const std::string& message) { std::fprintf(stderr, "trainbench-nodeagent: pods: %s\n", message.c_str()); };
+  h.on_error = [](const std::string& message) {
+    std::fprintf(stderr, "trainbench-nodeagent: pods: %s\n", message.c_str());
+  };
   pods_ = std::make_unique<kube::Reflector>(client_, kube::resources::pods(), "", options, h);
   pods_->start();
 }

@@ -90,14 +90,16 @@ long long machine_memory() {
 kube::ResourceType nodes_resource() { return {"", "v1", "nodes", false, "Node"}; }
 
 json node_status(const NodeFacts& f, const json& old) {
-  return {{"conditions",
-           json::array({condition("MemoryPressure", "False", "KubeletHasSufficientMemory",
-                                  "kubelet has sufficient memory available", old),
-                        condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure", old),
-                        condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available",
-                                  old),
-                        condition("Ready", "True", "KubeletReady", "kubelet is posting ready status", old)})},
-          {"addresses", json::array({{{"type", "InternalIP"}, {"address", f.ip}}, {{"type", "Hostname"}, {"address", f.name}}})},
+  const json conditions = json::array(
+      {condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available",
+                 old),
+       condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure", old),
+       condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available", old),
+       condition("Ready", "True", "KubeletReady", "kubelet is posting ready status", old)});
+  const json addresses =
+      json::array({{{"type", "InternalIP"}, {"address", f.ip}}, {{"type", "Hostname"}, {"address", f.name}}});
+  return {{"conditions", conditions},
+          {"addresses", addresses},
           {"capacity", resources(f)},
           {"allocatable", resources(f)},
           {"daemonEndpoints", {{"kubeletEndpoint", {{"Port", f.port}}}}},

@@ -53,6 +53,10 @@ void StatusWriter::flush(const std::string& uid) {
   write(*p);
 }
 
+void StatusWriter::report(const Pending& p, const std::string& what) {
+  std::fprintf(stderr, "trainbench-nodeagent: status of %s/%s: %s\n", p.ns.c_str(), p.name.c_str(), what.c_str());
+}
+
 bool StatusWriter::write(const Pending& p) {
   std::lock_guard<std::mutex> lock(write_mu_);
   auto& last = written_[p.uid];
@@ -67,13 +71,11 @@ bool StatusWriter::write(const Pending& p) {
     last = p.seq;
     return true;
   } catch (const kube::ApiError& e) {
-    if (e.is_not_found() || e.is_conflict() || e.is_invalid()) {  // gone, another pod now, or refused
-      if (!e.is_not_found()) std::fprintf(stderr, "trainbench-nodeagent: status of %s/%s: %s\n", p.ns.c_str(), p.name.c_str(), e.what());
-      return true;
-    }
-    std::fprintf(stderr, "trainbench-nodeagent: status of %s/%s: %s\n", p.ns.c_str(), p.name.c_str(), e.what());
+    const bool final = e.is_not_found() || e.is_conflict() || e.is_invalid();  // gone, another pod now, refused
+    if (!e.is_not_found()) report(p, e.what());
+    return final;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "trainbench-nodeagent: status of %s/%s: %s\n", p.ns.c_str(), p.name.c_str(), e.what());
+    report(p, e.what());
   }
   return false;
 }

@@ -54,6 +54,7 @@ class StatusWriter {
   void loop();
   /// False when it is to be tried again.
   bool write(const Pending& p);
+  static void report(const Pending& p, const std::string& what);
 
   std::shared_ptr<const kube::Client> client_;
   PodLookup cached_pod_;

@@ -1,8 +1,9 @@
 #pragma once
 
 // The kubelet's image side for --images buildah (kubesim's and the node agent's): pulling
-// (finding the image in the local store, as imagePullPolicy allows) and turning a pod's container into a ContainerLaunch
-// (container_runtime.hpp) from its image: config, user, environment, mounts.
+// (finding the image in the local store, as imagePullPolicy allows) and turning a pod's
+// container into a ContainerLaunch (container_runtime.hpp) from its image: config, user,
+// environment, mounts.
 
 #include <string>
 

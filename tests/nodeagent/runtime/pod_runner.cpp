@@ -78,15 +78,32 @@ std::string PodRunner::mount_service_account(const RunPtr& run, const json& pod)
   return dir;
 }
 
+/// The ServiceAccount directory, retried every second while the token cannot be had (the
+/// containers wait in ContainerCreating, a FailedMount Event says why, as a kubelet's volume
+/// manager does); false when the pod stops or goes meanwhile.
+bool PodRunner::service_account_dir(const RunPtr& run, std::string& dir) {
+  bool reported = false;
+  for (;;) {
+    json pod = host_.current_pod(*run);
+    if (pod.is_null()) return false;
+    try {
+      dir = mount_service_account(run, pod);
+      return true;
+    } catch (const std::exception& e) {
+      if (!reported) {
+        host_.event(*run, pod, "Warning", "FailedMount",
+                    std::string("MountVolume.SetUp failed for the ServiceAccount token: ") + e.what());
+      }
+      reported = true;
+    }
+    if (wait_or_stop(run, 1)) return false;
+  }
+}
+
 /// Init containers in order, then the others at once, each on a thread of its own.
 void PodRunner::run_containers(const RunPtr& run) {
-  json pod = host_.current_pod(*run);
   std::string sa_dir;
-  try {
-    sa_dir = pod.is_null() ? "" : mount_service_account(run, pod);
-  } catch (const std::exception& e) {  // no token now: the containers start without (logged)
-    std::fprintf(stderr, "pod %s/%s: ServiceAccount token: %s\n", run->ns.c_str(), run->name.c_str(), e.what());
-  }
+  if (!service_account_dir(run, sa_dir)) return;
   bool init_ok = true;
   for (std::size_t i = 0; i < run->containers.size() && init_ok; ++i) {
     if (!run->containers[i].init) continue;

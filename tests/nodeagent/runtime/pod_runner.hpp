@@ -63,6 +63,7 @@ class PodRunner {
   // pod_runner.cpp
   void run_containers(const RunPtr& run);
   std::string mount_service_account(const RunPtr& run, const json& pod);
+  bool service_account_dir(const RunPtr& run, std::string& dir);
   void set_state(const RunPtr& run, std::size_t idx, const std::function<void(ContainerRun&)>& fn);
   bool set_waiting(const RunPtr& run, std::size_t idx, const std::string& reason, const std::string& message);
   void pod_event(const RunPtr& run, const std::string& type, const std::string& reason, const std::string& message);

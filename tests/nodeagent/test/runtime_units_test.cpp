@@ -7,10 +7,110 @@
 #include <vector>
 
 #include "runtime/container_config.hpp"
+#include "runtime/container_log.hpp"
 #include "runtime/container_runtime.hpp"
 #include "runtime/image_store.hpp"
+#include "runtime/pod_env.hpp"
+#include "runtime/pod_status.hpp"
 
 using noderuntime::json;
+
+// ---------- logs, statuses, env: what both kubelets share ----------
+
+TEST(NodeRuntimeUnits, TailLinesAsTheKubeletCountsThem) {
+  using noderuntime::tail_lines;
+  EXPECT_EQ(tail_lines("a\nb\nc\n", 2), "b\nc\n");
+  EXPECT_EQ(tail_lines("a\nb\nc", 2), "b\nc");  // a last line without its newline counts
+  EXPECT_EQ(tail_lines("a\nb\n", 5), "a\nb\n");
+  EXPECT_EQ(tail_lines("a\nb\n", 0), "");
+}
+
+namespace {
+
+noderuntime::RunPtr one_container_run(const std::string& restart_policy) {
+  const json pod = {{"metadata", {{"name", "p"}, {"namespace", "ns"}, {"uid", "u1"}}},
+                    {"spec", {{"nodeName", "n1"}, {"restartPolicy", restart_policy},
+                              {"containers", {{{"name", "main"}, {"image", "busybox"}}}}}}};
+  return noderuntime::make_pod_run(pod, "/pods", "127.9.1.1", "127.9.0.10");
+}
+
+}  // namespace
+
+TEST(NodeRuntimeUnits, PodStatusFollowsTheContainers) {
+  auto run = one_container_run("Never");
+  EXPECT_EQ(run->dir, "/pods/ns_p_u1");
+  EXPECT_EQ(noderuntime::pod_status_report(*run).phase, "Pending");
+  run->containers[0].has_log = run->containers[0].running = run->containers[0].ready = true;
+  auto report = noderuntime::pod_status_report(*run);
+  EXPECT_EQ(report.phase, "Running");
+  EXPECT_TRUE(report.ready);
+  json status = json::object();
+  ASSERT_TRUE(noderuntime::apply_pod_status(status, report));
+  EXPECT_EQ(status["podIP"], "127.9.1.1");
+  EXPECT_EQ(status["hostIPs"][0]["ip"], "127.9.0.10");
+  run->containers[0].running = run->containers[0].ready = false;
+  run->containers[0].finished = true;
+  run->containers[0].exit_code = 3;
+  report = noderuntime::pod_status_report(*run);
+  EXPECT_EQ(report.phase, "Failed");
+  ASSERT_TRUE(noderuntime::apply_pod_status(status, report));
+  EXPECT_EQ(status["conditions"][3]["reason"], "PodCompleted");
+  EXPECT_FALSE(noderuntime::apply_pod_status(status, {}));  // a finished pod never runs again
+}
+
+namespace {
+
+/// A cluster with one ConfigMap and one Service address.
+class FakeCluster : public noderuntime::ClusterView {
+ public:
+  std::optional<json> config_map(const std::string& ns, const std::string& name) override {
+    if (ns == "ns" && name == "settings") return json{{"data", {{"greeting", "hello"}}}};
+    return std::nullopt;
+  }
+  std::optional<json> secret(const std::string&, const std::string&) override { return std::nullopt; }
+  std::string service_address(const std::string& ns, const std::string& service) override {
+    return ns == "ns" && service == "master" ? "127.9.1.7" : "";
+  }
+  std::string hostname_address(const std::string&, const std::string&, const std::string&) override { return ""; }
+  std::string api_host() override { return "127.0.0.1"; }
+  int api_port() override { return 6443; }
+  std::string api_ca_pem() override { return ""; }
+};
+
+}  // namespace
+
+TEST(NodeRuntimeUnits, ContainerEnvFromTheClusterView) {
+  FakeCluster cluster;
+  const json pod = {{"metadata", {{"name", "p"}, {"namespace", "ns"}, {"labels", {{"app", "x"}}}}},
+                    {"spec", {{"nodeName", "n1"}}},
+                    {"status", {{"podIP", "127.9.1.1"}}}};
+  const json container = {
+      {"env",
+       {{{"name", "G"}, {"valueFrom", {{"configMapKeyRef", {{"name", "settings"}, {"key", "greeting"}}}}}},
+        {{"name", "APP"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.labels['app']"}}}}}},
+        {{"name", "IP"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}},
+        {{"name", "BOTH"}, {"value", "$(G)-$(APP)"}}}}};
+  const auto env = noderuntime::container_env({cluster, pod}, container);
+  using E = noderuntime::EnvList;
+  EXPECT_EQ(env, (E{{"G", "hello"}, {"APP", "x"}, {"IP", "127.9.1.1"}, {"BOTH", "hello-x"}}));
+  const json missing = {{"env", {{{"name", "M"}, {"valueFrom", {{"configMapKeyRef", {{"name", "nope"}, {"key", "k"}}}}}}}}};
+  try {
+    noderuntime::container_env({cluster, pod}, missing);
+    ADD_FAILURE() << "a missing ConfigMap was not refused";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "configmap \"nope\" not found");
+  }
+}
+
+TEST(NodeRuntimeUnits, ServiceNamesInEnvValuesResolveThroughTheClusterView) {
+  FakeCluster cluster;
+  std::string v = "tcp://master.ns.svc:29500,https://kubernetes.default.svc.cluster.local";
+  EXPECT_TRUE(noderuntime::rewrite_service_names(cluster, v));
+  EXPECT_EQ(v, "tcp://127.9.1.7:29500,https://127.0.0.1");
+  v = "worker.ns.svc";
+  EXPECT_FALSE(noderuntime::rewrite_service_names(cluster, v));  // no address yet: unchanged
+  EXPECT_EQ(v, "worker.ns.svc");
+}
 
 // ---------- image mode: what the kubelet and runtime make of a container and its image ----------
 
