@@ -24,6 +24,10 @@
 #   kubeconfig                      admin kubeconfig (certificate-authority-data, client cert)
 #   controller-manager.kubeconfig, scheduler.kubeconfig   CN=system:kube-controller-manager,
 #                                   CN=system:kube-scheduler: the bootstrap RBAC's own identities
+#   cluster-dns.kubeconfig          CN=trainbench:cluster-dns, bound to ClusterRole
+#                                   trainbench:cluster-dns (get/list/watch pods, services, endpoints,
+#                                   endpointslices, namespaces: what a cluster DNS server reads, as
+#                                   kubeadm's system:coredns); the node agents' DNS emulation uses it
 #   audit.log                       the API server's audit log (JSON lines, level Metadata)
 #   bin/                            the binaries (kubectl of the same release among them)
 #   etcd/ logs/ pids                etcd's data, each process's log, the process group
@@ -65,6 +69,7 @@ subjectAltName=IP:127.0.0.1,IP:::1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:
     sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$client"
     sign controller-manager "/CN=system:kube-controller-manager" "$client"
     sign scheduler "/CN=system:kube-scheduler" "$client"
+    sign cluster-dns "/CN=trainbench:cluster-dns" "$client"
     openssl genrsa -out sa.key 2048 2>/dev/null
     openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
     chmod 600 ./*.key
@@ -149,6 +154,20 @@ check_alive() {
 
 curl_api() { curl -sS --fail --cacert "$DIR/pki/ca.crt" --cert "$DIR/pki/admin.crt" --key "$DIR/pki/admin.key" "$URL$1"; }
 
+# The cluster DNS server's RBAC (kubeadm installs system:coredns alike): the node agents resolve
+# service names with it, as their node identity may read neither pods of other nodes nor
+# EndpointSlices (and EndpointSlices never hold the pods' loopback addresses).
+cluster_dns_rbac() {
+  local post=(curl -sS --fail -o /dev/null --cacert "$DIR/pki/ca.crt" --cert "$DIR/pki/admin.crt"
+    --key "$DIR/pki/admin.key" -X POST -H 'Content-Type: application/json')
+  "${post[@]}" "$URL/apis/rbac.authorization.k8s.io/v1/clusterroles" -d '{"metadata":{"name":"trainbench:cluster-dns"},
+    "rules":[{"apiGroups":[""],"resources":["pods","services","endpoints","namespaces"],"verbs":["get","list","watch"]},
+             {"apiGroups":["discovery.k8s.io"],"resources":["endpointslices"],"verbs":["get","list","watch"]}]}' &&
+  "${post[@]}" "$URL/apis/rbac.authorization.k8s.io/v1/clusterrolebindings" -d '{"metadata":{"name":"trainbench:cluster-dns"},
+    "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"trainbench:cluster-dns"},
+    "subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"trainbench:cluster-dns"}]}'
+}
+
 start_components() {
   local etcd_client etcd_peer
   etcd_client=$(free_port); etcd_peer=$(free_port); PORT=$(free_port)
@@ -188,6 +207,7 @@ start_components() {
   # The controllers work once the ServiceAccount controller has made `default` in `default`.
   wait_until "$TIMEOUT" "the default ServiceAccount (kube-controller-manager running)" \
     curl_api /api/v1/namespaces/default/serviceaccounts/default || return 1
+  cluster_dns_rbac || { echo "controlplane: creating the cluster DNS RBAC failed" >&2; return 1; }
 }
 
 start() {
@@ -207,6 +227,7 @@ start() {
     : >"$DIR/pids"
     if start_components; then
       kubeconfig "$DIR/kubeconfig" "$URL" admin
+      kubeconfig "$DIR/cluster-dns.kubeconfig" "$URL" cluster-dns
       echo "controlplane ready $URL"
       return 0
     fi

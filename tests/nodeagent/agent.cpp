@@ -63,7 +63,9 @@ void Agent::start() {
   const NodeFacts facts = node_facts();
   const nlohmann::json node = register_node(*client_, facts);
   const std::string uid = node.value("metadata", nlohmann::json::object()).value("uid", "");
-  view_ = std::make_unique<ApiView>(client_);
+  const auto dns = cluster_dns_config(opts_);
+  view_ = std::make_unique<ApiView>(client_, dns ? std::make_shared<const kube::Client>(*dns) : nullptr);
+  view_->start();
   events_ = std::make_unique<EventRecorder>(client_, opts_.node);
   events_->start();
   pods_ = std::make_unique<NodePods>(client_, NodePodsConfig{opts_.node, node_ip_, opts_.dir + "/pods", block_.prefix(),
@@ -96,6 +98,7 @@ bool Agent::shutdown() {
   if (logs_) logs_->stop();
   const bool ended = pods_ ? pods_->shutdown(std::chrono::seconds(5)) : true;
   if (events_) events_->stop();
+  if (view_) view_->stop();
   if (images_) images_->close();
   return ended;
 }

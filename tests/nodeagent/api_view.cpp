@@ -1,10 +1,12 @@
 #include "api_view.hpp"
 
 #include <chrono>
+#include <cstdio>
 #include <stdexcept>
 #include <thread>
 
 #include "kube/errors.hpp"
+#include "runtime/util.hpp"
 
 namespace nodeagent {
 
@@ -12,26 +14,58 @@ using json = nlohmann::json;
 
 namespace {
 
-kube::ResourceType endpoints_resource() { return {"", "v1", "endpoints", true, "Endpoints"}; }
-
-/// Every address of an Endpoints object, ready ones and not-ready ones.
-std::vector<json> addresses_of(const json& endpoints) {
-  std::vector<json> out;
-  for (const auto& subset : endpoints.value("subsets", json::array())) {
-    for (const char* list : {"addresses", "notReadyAddresses"}) {
-      for (const auto& a : subset.value(list, json::array())) out.push_back(a);
-    }
-  }
+/// What the DNS emulation reads of a pod or Service (the caches keep nothing else).
+json dns_fields(json o) {
+  json md = o.value("metadata", json::object());
+  json out = {{"metadata",
+               {{"name", md.value("name", "")},
+                {"namespace", md.value("namespace", "")},
+                {"resourceVersion", md.value("resourceVersion", "")},
+                {"labels", md.value("labels", json::object())},
+                {"deletionTimestamp", md.value("deletionTimestamp", json())}}}};
+  const json spec = o.value("spec", json::object());
+  out["spec"] = {{"selector", spec.value("selector", json())},
+                 {"hostname", spec.value("hostname", "")},
+                 {"subdomain", spec.value("subdomain", "")}};
+  const json status = o.value("status", json::object());
+  out["status"] = {{"phase", status.value("phase", "")}, {"podIP", status.value("podIP", "")}};
   return out;
 }
 
-std::string target_name(const json& address) {
-  return address.value("targetRef", json::object()).value("name", "");
+bool usable(const json& pod) {
+  const std::string phase = pod["status"].value("phase", "");
+  return phase != "Succeeded" && phase != "Failed" && pod["metadata"]["deletionTimestamp"].is_null() &&
+         !pod["status"].value("podIP", "").empty();
+}
+
+bool selects(const json& selector, const json& labels) {
+  if (!selector.is_object() || selector.empty()) return false;
+  for (const auto& [k, v] : selector.items()) {
+    if (!labels.contains(k) || labels[k] != v) return false;
+  }
+  return true;
+}
+
+/// The pod IP of the first pod by name of `ns` that `pick` accepts and is usable.
+std::string first_address(const kube::Reflector* pods, const std::string& ns,
+                          const std::function<bool(const json&)>& pick) {
+  if (!pods) return "";
+  std::string best_name, best_ip;
+  for (const auto& p : pods->cache()->list()) {
+    const std::string name = p["metadata"].value("name", "");
+    if (p["metadata"].value("namespace", "") != ns || !usable(p) || !pick(p)) continue;
+    if (best_ip.empty() || name < best_name) {
+      best_name = name;
+      best_ip = p["status"].value("podIP", "");
+    }
+  }
+  return best_ip;
 }
 
 }  // namespace
 
-ApiView::ApiView(std::shared_ptr<const kube::Client> client) : client_(std::move(client)) {
+ApiView::ApiView(std::shared_ptr<const kube::Client> client, std::shared_ptr<const kube::Client> dns)
+    : client_(std::move(client)), dns_(std::move(dns)) {
   const kube::ClientConfig& config = client_->transport().config();
   ca_pem_ = config.tls.ca_pem;
   std::string rest = config.server.substr(config.server.find("://") + 3);
@@ -41,6 +75,28 @@ ApiView::ApiView(std::shared_ptr<const kube::Client> client) : client_(std::move
   host_ = has_port ? rest.substr(0, colon) : rest;
   if (has_port) port_ = std::stoi(rest.substr(colon + 1));
   if (host_.size() > 2 && host_.front() == '[') host_ = host_.substr(1, host_.size() - 2);
+}
+
+ApiView::~ApiView() { stop(); }
+
+void ApiView::start() {
+  if (!dns_) {
+    std::fprintf(stderr, "trainbench-nodeagent: no cluster DNS credentials: service names in env values stay\n");
+    return;
+  }
+  kube::ReflectorOptions options;
+  options.transform = dns_fields;
+  kube::ReflectorHandlers h;
+  h.on_error = [](const std::string& m) { std::fprintf(stderr, "trainbench-nodeagent: cluster DNS: %s\n", m.c_str()); };
+  pods_ = std::make_unique<kube::Reflector>(dns_, kube::resources::pods(), "", options, h);
+  services_ = std::make_unique<kube::Reflector>(dns_, kube::resources::services(), "", options, h);
+  pods_->start();
+  services_->start();
+}
+
+void ApiView::stop() {
+  if (pods_) pods_->stop();
+  if (services_) services_->stop();
 }
 
 std::optional<json> ApiView::get(const kube::ResourceType& type, const std::string& ns, const std::string& name) {
@@ -68,37 +124,18 @@ std::optional<json> ApiView::secret(const std::string& ns, const std::string& na
 }
 
 std::string ApiView::service_address(const std::string& ns, const std::string& service) {
-  std::optional<json> ep;
-  try {
-    ep = get(endpoints_resource(), ns, service);
-  } catch (const std::exception&) {
-    return "";  // not readable now: as not resolvable yet
-  }
-  if (!ep) return "";
-  std::string best_name, best_ip;
-  for (const auto& a : addresses_of(*ep)) {
-    const std::string name = target_name(a), ip = a.value("ip", "");
-    if (!ip.empty() && (best_ip.empty() || name < best_name)) {
-      best_name = name;
-      best_ip = ip;
-    }
-  }
-  return best_ip;
+  if (!services_) return "";
+  const std::optional<json> svc = services_->cache()->get(ns, service);
+  if (!svc) return "";
+  const json selector = (*svc)["spec"]["selector"];
+  return first_address(pods_.get(), ns, [&](const json& p) { return selects(selector, p["metadata"]["labels"]); });
 }
 
 std::string ApiView::hostname_address(const std::string& ns, const std::string& hostname,
                                       const std::string& subdomain) {
-  std::optional<json> ep;
-  try {
-    ep = get(endpoints_resource(), ns, subdomain);
-  } catch (const std::exception&) {
-    return "";
-  }
-  if (!ep) return "";
-  for (const auto& a : addresses_of(*ep)) {
-    if (a.value("hostname", "") == hostname) return a.value("ip", "");
-  }
-  return "";
+  return first_address(pods_.get(), ns, [&](const json& p) {
+    return p["spec"].value("hostname", "") == hostname && p["spec"].value("subdomain", "") == subdomain;
+  });
 }
 
 }  // namespace nodeagent

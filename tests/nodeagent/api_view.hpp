@@ -1,15 +1,20 @@
 #pragma once
 
-// The node runtime's view of the cluster (runtime/cluster_view.hpp) on the real API server,
-// with what a node's identity may read (the Node authorizer): a ConfigMap or Secret a pod bound
-// to this node names (GET by name), and a Service's Endpoints (GET by name) for the DNS
-// emulation, where cluster DNS would read EndpointSlices: a node may not list or read
-// EndpointSlices, nor list pods beyond its own (README.md, "What a node may read").
+// The node runtime's view of the cluster (runtime/cluster_view.hpp) on the real API server.
+// ConfigMaps and Secrets are read with the node's identity (GET by name: the Node authorizer
+// allows those a pod bound to this node names). The DNS emulation (service names in env values
+// to pod IPs) reads as the cluster's DNS server does, with an identity of its own (--controlplane
+// DIR: DIR/cluster-dns.kubeconfig; else --dns-kubeconfig): a node may list neither the pods of
+// other nodes nor EndpointSlices, and the API server refuses loopback addresses in Endpoints and
+// EndpointSlices, so they never hold the pods' addresses. Pods and Services of every namespace
+// are watched into caches (as CoreDNS watches), and a Service's address is the first pod by
+// name its selector picks (running or pending with an IP, not terminating), as kubesim's.
 
 #include <memory>
 #include <string>
 
 #include "kube/client.hpp"
+#include "kube/reflector.hpp"
 #include "runtime/cluster_view.hpp"
 
 namespace nodeagent {
@@ -18,15 +23,17 @@ namespace kube = trainbench::kube;
 
 class ApiView : public noderuntime::ClusterView {
  public:
-  /// `api_host`/`api_port`: where pods reach the API server (from the kubeconfig's server).
-  explicit ApiView(std::shared_ptr<const kube::Client> client);
+  /// `dns`: the cluster DNS identity's client; null: service names are not resolved.
+  ApiView(std::shared_ptr<const kube::Client> client, std::shared_ptr<const kube::Client> dns);
+  ~ApiView() override;
+
+  /// Starts watching pods and Services for the DNS emulation.
+  void start();
+  void stop();
 
   std::optional<nlohmann::json> config_map(const std::string& ns, const std::string& name) override;
   std::optional<nlohmann::json> secret(const std::string& ns, const std::string& name) override;
-  /// The first address by pod name among the Endpoints' ready and not-ready ones.
   std::string service_address(const std::string& ns, const std::string& service) override;
-  /// The address whose hostname is `hostname` in the Endpoints of the (headless) Service
-  /// `subdomain`, as cluster DNS answers <hostname>.<subdomain>.<ns>.svc.
   std::string hostname_address(const std::string& ns, const std::string& hostname,
                                const std::string& subdomain) override;
   std::string api_host() override { return host_; }
@@ -37,6 +44,9 @@ class ApiView : public noderuntime::ClusterView {
   std::optional<nlohmann::json> get(const kube::ResourceType& type, const std::string& ns, const std::string& name);
 
   std::shared_ptr<const kube::Client> client_;
+  std::shared_ptr<const kube::Client> dns_;
+  std::unique_ptr<kube::Reflector> pods_;
+  std::unique_ptr<kube::Reflector> services_;
   std::string host_;
   int port_ = 443;
   std::string ca_pem_;

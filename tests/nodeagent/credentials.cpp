@@ -30,6 +30,17 @@ kube::ClientConfig node_client_config(const Options& o) {
   return config;
 }
 
+std::optional<kube::ClientConfig> cluster_dns_config(const Options& o) {
+  std::string path = o.dns_kubeconfig;
+  if (path.empty() && !o.controlplane.empty() && fs::exists(o.controlplane + "/cluster-dns.kubeconfig")) {
+    path = o.controlplane + "/cluster-dns.kubeconfig";
+  }
+  if (path.empty()) return std::nullopt;
+  kube::ClientConfig config = kube::load_kubeconfig(path);
+  config.user_agent = "trainbench-nodeagent/" + o.node + " (cluster DNS)";
+  return config;
+}
+
 std::string write_serving_cert(const Options& o, const std::string& ip) {
   const std::string ca_pem = noderuntime::read_file(o.ca_cert);
   const auto cert =

@@ -6,6 +6,7 @@
 // from --kubeconfig, or signed here for --controlplane; the serving certificate of its log
 // endpoint for its InternalIP.
 
+#include <optional>
 #include <string>
 
 #include "kube/config.hpp"
@@ -17,6 +18,10 @@ namespace kube = trainbench::kube;
 
 /// The API server and the node's credentials. Throws kube::ConfigError, std::runtime_error.
 kube::ClientConfig node_client_config(const Options& options);
+
+/// The cluster DNS server's identity (--dns-kubeconfig, or DIR/cluster-dns.kubeconfig of
+/// --controlplane DIR); nullopt when there is none.
+std::optional<kube::ClientConfig> cluster_dns_config(const Options& options);
 
 /// Writes DIR/pki/kubelet.{crt,key}: a serving certificate for `ip` (and the node's name),
 /// chained to the CA. Returns DIR/pki.

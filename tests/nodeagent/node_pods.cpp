@@ -131,6 +131,14 @@ void NodePods::finish_deletion(const std::string& ns, const std::string& name, c
 json NodePods::current_pod(const noderuntime::PodRun& run) {
   std::optional<json> pod = cached(run.ns, run.name);
   if (!pod || str(*pod, "metadata.uid") != run.uid) return nullptr;
+  // The addresses are the node's to give (the downward API reads them before the status that
+  // carries them has come back through the watch), as a kubelet's own status cache has them.
+  json& st = (*pod)["status"];
+  if (!st.is_object()) st = json::object();
+  st["podIP"] = run.ip;
+  st["podIPs"] = json::array({{{"ip", run.ip}}});
+  st["hostIP"] = run.host_ip;
+  st["hostIPs"] = json::array({{{"ip", run.host_ip}}});
   return *pod;
 }
 

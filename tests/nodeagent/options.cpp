@@ -12,7 +12,7 @@ namespace {
   std::fprintf(stderr,
                "trainbench-nodeagent: %s\n"
                "usage: trainbench-nodeagent (--controlplane DIR | --kubeconfig FILE --ca-cert FILE --ca-key FILE)\n"
-               "         --node NAME --dir DIR\n"
+               "         --node NAME --dir DIR [--dns-kubeconfig FILE]\n"
                "         [--label K=V]... [--taint K[=V]:EFFECT]... [--gpus N] [--cpus N] [--memory BYTES]\n"
                "         [--max-pods N]\n"
                "         [--net-block K] [--port PORT] [--max-grace SECONDS] [--dns-wait SECONDS]\n"
@@ -34,6 +34,7 @@ bool take(Options& o, std::string& images, noderuntime::ImageStoreOptions& store
           const std::string& v) {
   if (flag == "--kubeconfig") o.kubeconfig = v;
   else if (flag == "--controlplane") o.controlplane = v;
+  else if (flag == "--dns-kubeconfig") o.dns_kubeconfig = v;
   else if (flag == "--node") o.node = v;
   else if (flag == "--label") add_label(o, v);
   else if (flag == "--taint") o.taints.push_back(v);

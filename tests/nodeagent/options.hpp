@@ -16,6 +16,9 @@ struct Options {
   /// A control plane of tests/controlplane/controlplane.sh: its URL and CA (DIR/url,
   /// DIR/pki/ca.{crt,key}); without --kubeconfig the agent signs its node credentials itself.
   std::string controlplane;
+  /// The cluster DNS server's identity, for the DNS emulation (api_view.hpp); with
+  /// --controlplane DIR, DIR/cluster-dns.kubeconfig when it exists.
+  std::string dns_kubeconfig;
   std::string node;        ///< the Node's name
   std::map<std::string, std::string> labels;
   /// Taints the Node registers with (a kubelet's --register-with-taints), KEY[=VALUE]:EFFECT.

@@ -82,21 +82,21 @@ std::string PodRunner::mount_service_account(const RunPtr& run, const json& pod)
 /// containers wait in ContainerCreating, a FailedMount Event says why, as a kubelet's volume
 /// manager does); false when the pod stops or goes meanwhile.
 bool PodRunner::service_account_dir(const RunPtr& run, std::string& dir) {
-  bool reported = false;
-  for (;;) {
+  for (int attempt = 1;; ++attempt) {
     json pod = host_.current_pod(*run);
     if (pod.is_null()) return false;
     try {
       dir = mount_service_account(run, pod);
       return true;
     } catch (const std::exception& e) {
-      if (!reported) {
+      // The first seconds' refusals are the API server's authorizer catching up with a pod just
+      // bound to the node (tests/nodeagent/README.md): reported only when they last.
+      if (attempt == 4) {
         host_.event(*run, pod, "Warning", "FailedMount",
                     std::string("MountVolume.SetUp failed for the ServiceAccount token: ") + e.what());
       }
-      reported = true;
     }
-    if (wait_or_stop(run, 1)) return false;
+    if (wait_or_stop(run, attempt < 4 ? 0.5 : 1)) return false;
   }
 }
 

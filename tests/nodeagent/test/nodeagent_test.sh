@@ -54,13 +54,16 @@ node_ready() { [ "$(condition node "$ns-$1" Ready)" = True ]; }
 no_procs() { ! pgrep -f -- "$1" >/dev/null; }
 phase_is() { [ "$(kc -n "$ns" get pod "$1" -o jsonpath='{.status.phase}')" = "$2" ]; }
 
-# pod NAME NODE RESTART_POLICY SCRIPT [ENV_YAML]: a pod on the case's node NODE running `sh -c SCRIPT`.
+# pod NAME NODE RESTART_POLICY SCRIPT [CONTAINER_YAML [SPEC_YAML]]: a pod on the case's node NODE
+# running `sh -c SCRIPT`; CONTAINER_YAML goes into its container (4 spaces in), SPEC_YAML into
+# its spec (2 spaces in).
 pod() {
   kc -n "$ns" apply -f - >/dev/null <<YAML
 apiVersion: v1
 kind: Pod
 metadata: {name: $1, labels: {app: $1}}
 spec:
+${6:-}
   nodeSelector: {kubernetes.io/hostname: $ns-$2}
   tolerations: [{key: trainbench.dev/nodeagent-test, operator: Exists}]
   restartPolicy: $3

@@ -48,6 +48,33 @@ echo "token: $who (TokenRequest bound to the pod)"
 
 reasons() { kc -n "$ns" get events --field-selector "involvedObject.name=$1" -o json |
   jq -r --arg n "$ns-n1" '[.items[] | select(.source.host == $n) | .reason] | sort | unique | join(" ")'; }
-has_events() { [ "$(reasons ok)" = "Created Started" ]; }
+has_events() { local r=" $(reasons ok) "; [[ $r == *" Created "* && $r == *" Started "* ]]; }
 wait_for 20 has_events || fail "ok's kubelet events: '$(reasons ok)'"
 echo "events: $(reasons ok)"
+
+# The DNS emulation: <svc>.<ns>.svc and <hostname>.<subdomain>.<ns>.svc in env values become the
+# pod IP the Service's Endpoints give (there is no cluster DNS here).
+kc -n "$ns" apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Service
+metadata: {name: master}
+spec: {selector: {app: server}, ports: [{port: 29500}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: sub}
+spec: {clusterIP: None, selector: {app: server}, ports: [{port: 29500}]}
+YAML
+pod server n1 Always ": marker-$ns-server; while true; do sleep 0.2; done" "" "  hostname: h1
+  subdomain: sub"
+pod client n1 Never 'echo "master=$MASTER host=$HOST"' "$(cat <<YAML
+    env:
+    - {name: MASTER, value: "tcp://master.$ns.svc:29500"}
+    - {name: HOST, value: "h1.sub.$ns.svc.cluster.local"}
+YAML
+)"
+wait_for 60 phase_is client Succeeded || fail "client: $(kc -n "$ns" get pod client -o jsonpath='{.status}')"
+server_ip=$(kc -n "$ns" get pod server -o jsonpath='{.status.podIP}')
+got=$(kc -n "$ns" logs client)
+[ "$got" = "master=tcp://$server_ip:29500 host=$server_ip" ] || fail "client's env: '$got' (server at $server_ip)"
+echo "DNS emulation: $got"
