@@ -15,6 +15,10 @@ kc apply -f "$CRD" >/dev/null
 wait_for 20 kc get bj || fail "the CRD did not appear in discovery"
 start_operator --node-lost-after 3
 
+# Long enough that the run still trains when its node is taken away, on any machine: the polyglot
+# machines run the MLP's step in 0.7 ms, and 1500 steps x 2 repeats had ended within 5 s, before
+# the loss (CI-like run, 2026-11-28); 20000 x 2 take 25-60 s there.
+STEPS=20000
 node_of() { kc get pod "$1" -o jsonpath='{.spec.nodeName}'; }
 node_ready() { kc get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}'; }
 all_running() { [ "$(kc get pods -l "trainbench.dev/job=$1,trainbench.dev/attempt=0" -o jsonpath='{.items[*].status.phase}')" = "Running Running Running" ]; }
@@ -39,7 +43,7 @@ pods_gone() { for p in "$@"; do pod_gone "$p" || return 1; done; }
 
 # ---- 1: restart on the remaining nodes, then Succeeded ----
 JOB=lost
-mlp_job "$JOB" 1500 "{backoffLimit: 1, collectiveTimeoutSeconds: 300}" "{nodes: 2, devicesPerNode: 1}" >"$WORK/job.yaml"
+mlp_job "$JOB" "$STEPS" "{backoffLimit: 1, collectiveTimeoutSeconds: 300}" "{nodes: 2, devicesPerNode: 1}" >"$WORK/job.yaml"
 kc apply -f "$WORK/job.yaml" >/dev/null
 take_node_of "$JOB"
 t0=$SECONDS
@@ -70,7 +74,7 @@ FIRST_LOST=$LOST
 
 # ---- 2: backoffLimit 0: Failed, reason NodeLost ----
 JOB=lostfail
-mlp_job "$JOB" 1500 "{backoffLimit: 0, collectiveTimeoutSeconds: 300}" "{nodes: 2, devicesPerNode: 1}" >"$WORK/job2.yaml"
+mlp_job "$JOB" "$STEPS" "{backoffLimit: 0, collectiveTimeoutSeconds: 300}" "{nodes: 2, devicesPerNode: 1}" >"$WORK/job2.yaml"
 kc apply -f "$WORK/job2.yaml" >/dev/null
 take_node_of "$JOB"
 [ "$LOST" != "$FIRST_LOST" ] || fail "a pod ran on the node lost before"

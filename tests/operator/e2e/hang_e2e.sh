@@ -15,13 +15,14 @@ mlp_job "$JOB" 10000000 "{backoffLimit: 1, collectiveTimeoutSeconds: 120, hangTi
 all_running() {
   for p in "$@"; do [ "$(pod_phase "$p")" = Running ] || return 1; done
 }
-# The trainbench-worker process of a pod (kubesim runs pods as local processes; node-launch
+# The trainbench-worker process of a pod (pods run as local processes; node-launch
 # starts the worker in a process group of its own, so a signal to the pod would not reach it).
 worker_pid() {
   local p
   for p in /proc/[0-9]*; do
     [ "$(cat "$p/comm" 2>/dev/null)" = trainbench-work ] || continue
-    tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qx "POD_NAME=$1" && { basename "$p"; return 0; }
+    tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qx "POD_NAME=$1" &&
+      tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qx "POD_NAMESPACE=$NS" && { basename "$p"; return 0; }
   done
   return 1
 }

@@ -83,7 +83,7 @@ cond=$(kc get bj "$BAD" -o jsonpath='{.status.conditions[?(@.type=="Failed")].me
 [ "$cond" = "run 0 failed after 0 restarts: $msg" ] || fail "Failed condition: $cond"
 event=$(kc get events --field-selector "involvedObject.name=$BAD,reason=RunFailed" -o jsonpath='{.items[0].message}')
 [ "$event" = "run 0 failed: $msg" ] || fail "RunFailed event: $event"
-grep -q "InitGoogleLogging" "$WORK"/sim/pods/*"$BAD"-r0-a0-trainer-0*/trainer.log ||
+grep -qs "InitGoogleLogging" "$WORK"/sim/pods/*"$BAD"-r0-a0-trainer-0*/trainer.log "$WORK"/nodes/*/pods/*"$BAD"-r0-a0-trainer-0*/trainer.log ||
   echo "note: this libtorch logged no glog notice (the message is checked all the same)"
 wait_for 30 no_pods_of "$BAD" || fail "pods left: $(kc get pods -o name)"
 echo "PASS pod_failure_e2e"

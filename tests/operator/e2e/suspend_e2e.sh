@@ -9,7 +9,8 @@ source "$(dirname "$0")/lib.sh"
 start_cluster
 JOB=queued
 {
-  mlp_job "$JOB" 1500 "{backoffLimit: 0, collectiveTimeoutSeconds: 60, schedulingTimeoutSeconds: 60}" \
+  # 20000 steps: run 1 must still train when it is suspended (1500 took 2-5 s on the polyglot machines).
+  mlp_job "$JOB" 20000 "{backoffLimit: 0, collectiveTimeoutSeconds: 60, schedulingTimeoutSeconds: 60}" \
     "{nodes: 1, devicesPerNode: 1, paradigm: none}" "{nodes: 2, devicesPerNode: 1}"
   echo "  suspend: true"
 } | kc apply -f - >/dev/null
