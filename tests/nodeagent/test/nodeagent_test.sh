@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # trainbench-nodeagent against the real control plane (the ctest fixture `controlplane`):
-#   nodeagent_test.sh CASE   with CASE one of register, pods, logs, delete, lost, shutdown
+#   nodeagent_test.sh CASE   with CASE one of register, pods, logs, delete, lost, shutdown, images
 # Each case has a namespace and node names of its own (nodeagent-CASE-*), so cases run side by
 # side. Its nodes are tainted trainbench.dev/nodeagent-test=CASE:NoSchedule and its pods
 # tolerate that and select the node by name: no other test's pod lands here, none of ours there.
@@ -23,7 +23,7 @@ cleanup() {
   local rc=$? pid
   for pid in "${agents[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${agents[@]}"; do wait "$pid" 2>/dev/null || true; done
-  if [ $rc != 0 ]; then
+  if [ $rc != 0 ] && [ $rc != 77 ]; then
     for f in "$work"/*.log; do [ -f "$f" ] && { echo "---- $(basename "$f") (tail)"; tail -n 20 "$f"; }; done >&2
   fi
   kc delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
