@@ -35,7 +35,6 @@ void EventRecorder::start() {
 void EventRecorder::stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_ && !thread_.joinable()) return;
     stopping_ = true;
   }
   cv_.notify_all();
