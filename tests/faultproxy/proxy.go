@@ -123,13 +123,13 @@ func (p *proxy) serveFault(w http.ResponseWriter, r *http.Request, info requestI
 	}
 	switch d.fault {
 	case "500":
-		writeStatus(w, http.StatusInternalServerError, "InternalError", "Internal error occurred: faultproxy: injected fault",
+		writeStatus(w, r, http.StatusInternalServerError, "InternalError", "Internal error occurred: faultproxy: injected fault",
 			&statusDetails{Causes: []statusCause{{Message: "faultproxy: injected fault"}}}, d.retryAfter)
 	case "503":
-		writeStatus(w, http.StatusServiceUnavailable, "ServiceUnavailable",
+		writeStatus(w, r, http.StatusServiceUnavailable, "ServiceUnavailable",
 			"the server is currently unable to handle the request", nil, d.retryAfter)
 	case "429":
-		writeStatus(w, http.StatusTooManyRequests, "TooManyRequests", "Too many requests, please try again later.",
+		writeStatus(w, r, http.StatusTooManyRequests, "TooManyRequests", "Too many requests, please try again later.",
 			&statusDetails{RetryAfterSeconds: d.retryAfter}, d.retryAfter)
 	case "reset-before":
 		p.reset(st)
@@ -318,21 +318,35 @@ type status struct {
 	Code       int            `json:"code"`
 }
 
-func writeStatus(w http.ResponseWriter, code int, reason, message string, details *statusDetails, retryAfter int) {
-	body, _ := json.Marshal(status{Kind: "Status", APIVersion: "v1", Status: "Failure", Message: message,
-		Reason: reason, Details: details, Code: code})
+func writeStatus(w http.ResponseWriter, r *http.Request, code int, reason, message string, details *statusDetails,
+	retryAfter int) {
 	if retryAfter >= 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
 	}
-	writeJSON(w, code, append(body, '\n'))
+	writeJSON(w, r, code, status{Kind: "Status", APIVersion: "v1", Status: "Failure", Message: message, Reason: reason,
+		Details: details, Code: code})
 }
 
-func writeJSON(w http.ResponseWriter, code int, body []byte) {
+// writeJSON answers as the API server does: compact JSON and a newline, indented for curl, Wget
+// and browsers or with ?pretty=true (its isPrettyPrint).
+func writeJSON(w http.ResponseWriter, r *http.Request, code int, v any) {
+	body, _ := json.Marshal(v)
+	if prettyPrint(r) {
+		body, _ = json.MarshalIndent(v, "", "  ")
+	}
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
-	_, _ = w.Write(body)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+func prettyPrint(r *http.Request) bool {
+	if pp := r.URL.Query().Get("pretty"); pp != "" {
+		b, _ := strconv.ParseBool(pp)
+		return b
+	}
+	ua := r.UserAgent()
+	return strings.HasPrefix(ua, "curl") || strings.HasPrefix(ua, "Wget") || strings.HasPrefix(ua, "Mozilla/5.0")
 }
 
 // The admin endpoint, on a path the API server never serves, for the holder of the token in
@@ -340,11 +354,11 @@ func writeJSON(w http.ResponseWriter, code int, body []byte) {
 func (p *proxy) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	auth := []byte(r.Header.Get("Authorization"))
 	if subtle.ConstantTimeCompare(auth, []byte("Bearer "+p.token)) != 1 {
-		writeStatus(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized", nil, -1)
+		writeStatus(w, r, http.StatusUnauthorized, "Unauthorized", "Unauthorized", nil, -1)
 		return
 	}
 	if r.URL.Path != adminPath {
-		writeStatus(w, http.StatusNotFound, "NotFound", "the server could not find the requested resource", nil, -1)
+		writeStatus(w, r, http.StatusNotFound, "NotFound", "the server could not find the requested resource", nil, -1)
 		return
 	}
 	switch r.Method {
@@ -357,16 +371,15 @@ func (p *proxy) serveAdmin(w http.ResponseWriter, r *http.Request) {
 			err = p.faults.configure(body)
 		}
 		if err != nil {
-			writeStatus(w, http.StatusBadRequest, "BadRequest", err.Error(), nil, -1)
+			writeStatus(w, r, http.StatusBadRequest, "BadRequest", err.Error(), nil, -1)
 			return
 		}
 	default:
-		writeStatus(w, http.StatusMethodNotAllowed, "MethodNotAllowed",
+		writeStatus(w, r, http.StatusMethodNotAllowed, "MethodNotAllowed",
 			"the server does not allow this method on the requested resource", nil, -1)
 		return
 	}
-	body, _ := json.Marshal(p.faults.describe())
-	writeJSON(w, http.StatusOK, append(body, '\n'))
+	writeJSON(w, r, http.StatusOK, p.faults.describe())
 }
 
 // The log of faulted requests (--log): one JSON line each, written once the client's outcome is
