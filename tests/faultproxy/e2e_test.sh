@@ -83,6 +83,14 @@ sa "$PROXY$CM/base" >"$WORK/get.h2"
 sa "$PROXY$CM/base" --http1.1 >"$WORK/get.h1"
 cmp -s "$WORK/get.direct" "$WORK/get.h2" && cmp -s "$WORK/get.direct" "$WORK/get.h1" || fail "a GET differs through the proxy"
 [ "$(sa "$PROXY$CM/base" -o /dev/null -w '%{http_version}')" = 2 ] || fail "no HTTP/2 between curl and the proxy"
+# A large answer the API server compresses (the client's Accept-Encoding passes, the gzip bytes too).
+python3 -c "import json; print(json.dumps({'metadata': {'name': 'big'}, 'data': {'k': 'x' * 300000}}))" |
+  sa "$API$CM" -X POST -H 'Content-Type: application/json' --data-binary @- -o /dev/null
+sa "$API$CM/big" -H 'Accept-Encoding: gzip' -D "$WORK/big.h" >"$WORK/big.direct"
+sa "$PROXY$CM/big" -H 'Accept-Encoding: gzip' >"$WORK/big.h2"
+sa "$PROXY$CM/big" -H 'Accept-Encoding: gzip' --http1.1 >"$WORK/big.h1"
+grep -qi '^content-encoding: gzip' "$WORK/big.h" || fail "the API server did not compress a 300 kB answer"
+cmp -s "$WORK/big.direct" "$WORK/big.h2" && cmp -s "$WORK/big.direct" "$WORK/big.h1" || fail "a gzip answer differs through the proxy"
 # The same merge patch through the proxy (a change), then straight (a no-op: the same object back).
 patch() { sa "$1$CM/base" -X PATCH -H 'Content-Type: application/merge-patch+json' -d '{"data":{"k":"v"}}'; }
 patch "$PROXY" >"$WORK/patch.proxy"
@@ -103,7 +111,7 @@ wait $p1 $p2 $p3 || fail "a watch failed"
 cmp -s "$WORK/watch.direct" "$WORK/watch.h2" && cmp -s "$WORK/watch.direct" "$WORK/watch.h1" ||
   fail "a watch differs through the proxy"
 [ -s "$WORK/faults.log" ] && fail "faults logged with no rules"
-echo "pass-through: GET, PATCH, kubectl get, watches (HTTP/2 and HTTP/1.1) byte-identical"
+echo "pass-through: GET (plain and gzip), PATCH, kubectl get, watches (HTTP/2 and HTTP/1.1) byte-identical"
 
 # --- 2. 500, 503, 429: the real Status bodies and headers ---------------------------------------
 GET_CM='"verbs":["get"],"resources":["configmaps"]'

@@ -216,6 +216,7 @@ type cutBody struct {
 	ready    int    // how much of pending may be returned
 	cut      bool   // the half event is in pending: once it is out, reset
 	srcErr   error
+	buf      []byte
 }
 
 func (b *cutBody) eventEnd() int {
@@ -257,9 +258,11 @@ func (b *cutBody) Read(p []byte) (int, error) {
 			}
 			return 0, b.srcErr
 		}
-		buf := make([]byte, 32<<10)
-		n, err := b.src.Read(buf)
-		b.pending = append(b.pending, buf[:n]...)
+		if b.buf == nil {
+			b.buf = make([]byte, 32<<10)
+		}
+		n, err := b.src.Read(b.buf)
+		b.pending = append(b.pending, b.buf[:n]...)
 		b.srcErr = err
 	}
 }

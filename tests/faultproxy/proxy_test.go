@@ -319,3 +319,65 @@ func TestCutBodyProtobuf(t *testing.T) {
 		t.Fatalf("%v %q", err, got)
 	}
 }
+
+// Protocol upgrades (exec, attach, port-forward over HTTP/1.1) pass: the proxy hands the
+// connection over once the server switched protocols.
+func TestUpgrade(t *testing.T) {
+	api := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "websocket" {
+			http.Error(w, "no upgrade", http.StatusBadRequest)
+			return
+		}
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		_ = rw.Flush()
+		line, _ := rw.ReadString('\n')
+		_, _ = rw.WriteString("echo " + line)
+		_ = rw.Flush()
+	}))
+	api.StartTLS()
+	defer api.Close()
+	roots := x509.NewCertPool()
+	roots.AddCert(api.Certificate())
+	u, _ := url.Parse(api.URL)
+	p := newProxy(u, roots, newInjector(), "t", &faultLog{}, log.New(io.Discard, "", 0))
+	front := httptest.NewTLSServer(p)
+	defer front.Close()
+
+	conn, err := tls.Dial("tcp", front.Listener.Addr().String(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, _ = io.WriteString(conn, "GET /api/v1/namespaces/ns/pods/p/exec?command=sh HTTP/1.1\r\nHost: x\r\n"+
+		"Connection: Upgrade\r\nUpgrade: websocket\r\nAuthorization: Bearer sa-token\r\n\r\n")
+	buf := make([]byte, 4096)
+	var got []byte
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	for !bytes.Contains(got, []byte("\r\n\r\n")) {
+		n, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("%v after %q", err, got)
+		}
+		got = append(got, buf[:n]...)
+	}
+	if !bytes.HasPrefix(got, []byte("HTTP/1.1 101 Switching Protocols")) {
+		t.Fatalf("no upgrade: %q", got)
+	}
+	_, _ = io.WriteString(conn, "hello\n")
+	got = got[:0]
+	for !bytes.Contains(got, []byte("\n")) {
+		n, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("%v after %q", err, got)
+		}
+		got = append(got, buf[:n]...)
+	}
+	if string(got) != "echo hello\n" {
+		t.Fatalf("through the upgraded connection: %q", got)
+	}
+}
