@@ -211,7 +211,9 @@ func TestProxy(t *testing.T) {
 			if _, _, err := do(impatient, "POST", f.url+cms, `{"metadata":{"name":"slow"}}`); err == nil {
 				t.Fatal("slow: the impatient client got an answer")
 			}
-			time.Sleep(500 * time.Millisecond)
+			for end := time.Now().Add(5 * time.Second); len(f.reached()) == before && time.Now().Before(end); {
+				time.Sleep(20 * time.Millisecond)
+			}
 			if got := f.reached()[before:]; len(got) != 1 {
 				t.Fatalf("slow: the server saw %v", got)
 			}
