@@ -1,19 +1,8 @@
 #!/usr/bin/env bash
-# Two jobs at once, both with masterPort 29500: each pod has its own IP (kubesim's pod network
-# emulation gives each pod what its network namespace would), so the runs do not collide; both
-# finish with their own complete reports. Runs with Debian's kubectl 1.20 when KUBECTL names it.
+# Two jobs at once, both with masterPort 29500: each pod has its own IP (the node agent's pod
+# network emulation gives each pod what its network namespace would), so the runs do not collide;
+# both finish with their own complete reports.
 source "$(dirname "$0")/lib.sh"
-
-# Debian's kubectl 1.20 (kubernetes-client), fetched into the build tree as the kubesim tests do.
-if [ -n "${KUBECTL120_TOOLS:-}" ]; then
-  k120="$KUBECTL120_TOOLS/kubectl-1.20/usr/bin/kubectl"
-  if [ ! -x "$k120" ]; then
-    (mkdir -p "$KUBECTL120_TOOLS" && cd "$KUBECTL120_TOOLS" && rm -rf kubernetes-client_*.deb kubectl-1.20.tmp &&
-      timeout 60 apt-get download kubernetes-client && dpkg -x kubernetes-client_*.deb kubectl-1.20.tmp &&
-      mv kubectl-1.20.tmp kubectl-1.20) >/dev/null 2>&1 || true
-  fi
-  if [ -x "$k120" ]; then KUBECTL=$k120; else echo "kubectl 1.20 cannot be had here: using $KUBECTL"; fi
-fi
 
 echo "kubectl: $("$KUBECTL" version --client --short 2>/dev/null || "$KUBECTL" version --client 2>/dev/null | head -1)"
 start_cluster
