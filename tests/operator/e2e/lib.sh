@@ -153,7 +153,12 @@ start_cluster() {
 
 # ---- the real control plane (E2E_BACKEND=controlplane) ----
 NODE_PIDS=()
-RELEASE=tb
+declare -A NODE_PID  # node name on the cluster -> its agent's pid
+RELEASE=tb-$$  # unique: a scope-cluster release names its ClusterRole after itself
+# CHART_SCOPE: the chart's scope (namespace: a Role; cluster: a ClusterRole, which lost-node
+# handling needs to read nodes). Either way the test's operator watches only the test's namespace
+# (--namespace after the chart's flags), so tests on the shared control plane never meet.
+CHART_SCOPE=${CHART_SCOPE:-namespace}
 # start_namespace: the test's namespace on the shared control plane, the chart installed there by
 # the real helm (scope namespace: a Role, not a ClusterRole; no operator pod), and what the
 # operator runs with: a kubeconfig with the chart's ServiceAccount token and the chart's flags. kubectl's context namespace
@@ -169,7 +174,7 @@ start_namespace() {
   # PodNodeSelector: every pod of this namespace goes to this test's nodes, none of another's.
   kc annotate namespace "$NS" "scheduler.alpha.kubernetes.io/node-selector=trainbench.dev/e2e-namespace=$NS" >/dev/null
   HELM_CACHE_HOME="$WORK/helm/cache" HELM_CONFIG_HOME="$WORK/helm/config" HELM_DATA_HOME="$WORK/helm/data" \
-    "$HELM" install "$RELEASE" "$REPO/helm/trainbench" --namespace "$NS" --set scope=namespace --set replicaCount=0 \
+    "$HELM" install "$RELEASE" "$REPO/helm/trainbench" --namespace "$NS" --set "scope=$CHART_SCOPE" --set replicaCount=0 \
     >"$WORK/helm-install.log" 2>&1 || fail "helm install: $(cat "$WORK/helm-install.log")"
   local sa token server
   sa=$(kc get serviceaccount -l "app.kubernetes.io/instance=$RELEASE" -o jsonpath='{.items[0].metadata.name}')
@@ -189,7 +194,8 @@ start_namespace() {
   OPERATOR_SCOPE_FLAGS=$(kc get deployment -l "app.kubernetes.io/instance=$RELEASE" \
     -o jsonpath='{range .items[0].spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}' |
     grep -v -e '^--metrics-bind-address' -e '^--health-probe-bind-address' | tr '\n' ' ')
-  grep -q -- "--namespace=$NS" <<<"$OPERATOR_SCOPE_FLAGS" || fail "the chart's operator args: $OPERATOR_SCOPE_FLAGS"
+  grep -q -- "--lease-namespace=$NS" <<<"$OPERATOR_SCOPE_FLAGS" || fail "the chart's operator args: $OPERATOR_SCOPE_FLAGS"
+  OPERATOR_SCOPE_FLAGS+=" --namespace=$NS"
 }
 
 # start_nodes [--node NAME[:k=v,...]]...: one node agent per node (default: one node, node-1),
@@ -210,12 +216,12 @@ start_nodes() {
   done
   for spec in "${specs[@]}"; do
     name=${spec%%:*}
-    wait_for 60 node_ready "$(node_name "$name")" || fail "node $name not Ready: $(tail -5 "$WORK/nodeagent-$name.log")"
+    wait_for 60 node_is_ready "$(node_name "$name")" || fail "node $name not Ready: $(tail -5 "$WORK/nodeagent-$name.log")"
   done
 }
 # A node's name on the shared cluster: the test's name for it, made unique by the namespace.
 node_name() { echo "$NS-$1" | cut -c1-63; }
-node_ready() { [ "$(kc get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
+node_is_ready() { [ "$(kc get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
 # start_node NAME LABELS: a node agent for NAME (labels k=v,... besides the test's own).
 start_node() {
   local name=$1 kv args=()
@@ -227,6 +233,26 @@ start_node() {
   PATH="$BIN_DIRS:$PATH" "$NODEAGENT" --controlplane "$CONTROLPLANE_DIR" --dir "$WORK/nodes/$name" "${args[@]}" \
     >"$WORK/nodeagent-$name.log" 2>&1 &
   NODE_PIDS+=($!)
+  NODE_PID[$(node_name "$name")]=$!
+}
+# power_off_node NAME: the lost machine is switched off: its agent stops and kills its pods'
+# (frozen) processes. The API objects stay as they were. kubesim: nothing (it kills a lost node's
+# processes when their pods are force-deleted).
+power_off_node() {
+  [ "$E2E_BACKEND" = controlplane ] || return 0
+  kill -TERM "${NODE_PID[$1]}" 2>/dev/null || true
+  wait "${NODE_PID[$1]}" 2>/dev/null || true
+}
+# lose_node NAME (the node's name on the cluster): the node is taken away as a dead or cut-off
+# machine: its agent posts nothing any more and its pods' processes freeze; the real node
+# lifecycle controller marks it Unknown after its grace period (controlplane: 40 s) and taints it.
+lose_node() {
+  if [ "$E2E_BACKEND" = controlplane ]; then
+    [ -n "${NODE_PID[$1]:-}" ] || fail "lose_node: no agent for node $1"
+    kill -USR1 "${NODE_PID[$1]}"
+  else
+    sim_admin POST "/kubesim/v1/nodes/$1/lose" >/dev/null
+  fi
 }
 # The namespace (with the chart's release and the test's pods) and the test's nodes go.
 cleanup_namespace() {
