@@ -296,7 +296,9 @@ HttpResponse Transport::send(const HttpRequest& request) {
 // How the body of a stream ended: set (then `body` closed) when cpprestsdk completes the response.
 struct StreamEnd {
   std::mutex mutex;
+  std::condition_variable cv;
   std::exception_ptr error;
+  bool done = false;  // the completion handler has closed `body` and returned from close()
 };
 
 struct HttpStream::Impl {
@@ -331,11 +333,35 @@ struct HttpStream::Impl {
         std::lock_guard<std::mutex> lock(ending->mutex);
         ending->error = std::current_exception();
       }
+      // Never wait here for close()'s task: this runs on the pplx thread pool, and that task
+      // completes through a continuation queued on the same pool (the buffer itself is closed,
+      // and the reader woken, synchronously inside close()). At exit the pool is stopped with
+      // that continuation still queued and its threads are joined: a wait here never ended and
+      // the process hung after the stream had ended (`kubectl trainbench logs -f`).
       try {
-        buffer.close(std::ios_base::out).wait();
+        buffer.close(std::ios_base::out).then([](pplx::task<void> closed) {
+          try {
+            closed.get();  // observed: pplx terminates on an unobserved failure
+          } catch (...) {
+          }
+        });
       } catch (...) {
       }
+      {
+        std::lock_guard<std::mutex> lock(ending->mutex);
+        ending->done = true;
+      }
+      ending->cv.notify_all();
     });
+  }
+
+  // After the buffer's end: waits until the completion handler is through (it is past close(),
+  // which woke us, and only sets `done` after it), so that no work of this stream is left on the
+  // pool when the reader sees the end (a process may exit right after). The failure, if any.
+  std::exception_ptr ended() {
+    std::unique_lock<std::mutex> lock(end->mutex);
+    end->cv.wait(lock, [this] { return end->done; });
+    return end->error;
   }
 
   // Appends at least one byte to `pending`, or sets eof. Blocks.
@@ -348,11 +374,7 @@ struct HttpStream::Impl {
       fail(std::current_exception());
     }
     if (c == traits::eof()) {
-      std::exception_ptr error;
-      {
-        std::lock_guard<std::mutex> lock(end->mutex);
-        error = end->error;
-      }
+      const std::exception_ptr error = ended();
       if (error) fail(error);
       if (*canceled) throw TransportError(TransportError::Kind::kCanceled, what + ": canceled");
       eof = true;
