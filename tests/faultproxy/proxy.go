@@ -26,7 +26,10 @@ import (
 	"time"
 )
 
-const adminPath = "/faultproxy/v1/faults"
+const (
+	adminPath = "/faultproxy/v1/faults"
+	closePath = "/faultproxy/v1/watches/close"
+)
 
 type connKey struct{}  // the client's connection (*tls.Conn), from http.Server.ConnContext
 type stateKey struct{} // a faulted request's *reqState, for the ReverseProxy hooks
@@ -45,12 +48,54 @@ type reqState struct {
 	entry        logEntry
 }
 
+// watchSet holds a cancel for every watch passing through, so that POST
+// /faultproxy/v1/watches/close can drop them all at once, as a restarting API server or a
+// load balancer dropping its connections would.
+type watchSet struct {
+	mu      sync.Mutex
+	next    int
+	cancels map[int]context.CancelFunc
+}
+
+// track gives the watch a context the set can cancel; the returned func forgets it.
+func (s *watchSet) track(r *http.Request) (*http.Request, func()) {
+	ctx, cancel := context.WithCancel(r.Context())
+	s.mu.Lock()
+	if s.cancels == nil {
+		s.cancels = map[int]context.CancelFunc{}
+	}
+	id := s.next
+	s.next++
+	s.cancels[id] = cancel
+	s.mu.Unlock()
+	return r.WithContext(ctx), func() {
+		s.mu.Lock()
+		delete(s.cancels, id)
+		s.mu.Unlock()
+		cancel()
+	}
+}
+
+// closeAll ends every watch open now (its stream stops mid-way, as a dropped connection's
+// does); it answers how many.
+func (s *watchSet) closeAll() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.cancels)
+	for id, cancel := range s.cancels {
+		cancel()
+		delete(s.cancels, id)
+	}
+	return n
+}
+
 type proxy struct {
-	rp     *httputil.ReverseProxy
-	faults *injector
-	token  string
-	log    *faultLog
-	errlog *log.Logger
+	rp      *httputil.ReverseProxy
+	watches watchSet
+	faults  *injector
+	token   string
+	log     *faultLog
+	errlog  *log.Logger
 }
 
 func newProxy(upstream *url.URL, upstreamCAs *x509.CertPool, faults *injector, token string, flog *faultLog,
@@ -82,6 +127,11 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info := newRequestInfo(r)
+	if info.verb == "watch" {
+		var done func()
+		r, done = p.watches.track(r)
+		defer done()
+	}
 	var d decision
 	if info.resourceRequest { // never discovery, /healthz, /version, /openapi, ...
 		d = p.faults.pick(info.verb, info.resource, info.subresource, r.UserAgent())
@@ -358,6 +408,10 @@ func (p *proxy) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	auth := []byte(r.Header.Get("Authorization"))
 	if subtle.ConstantTimeCompare(auth, []byte("Bearer "+p.token)) != 1 {
 		writeStatus(w, r, http.StatusUnauthorized, "Unauthorized", "Unauthorized", nil, -1)
+		return
+	}
+	if r.URL.Path == closePath && r.Method == http.MethodPost {
+		writeJSON(w, r, http.StatusOK, map[string]int{"closed": p.watches.closeAll()})
 		return
 	}
 	if r.URL.Path != adminPath {

@@ -66,6 +66,9 @@ func newFixture(t *testing.T) *fixture {
 				w.(http.Flusher).Flush()
 				time.Sleep(20 * time.Millisecond)
 			}
+			if r.URL.Query().Get("hold") == "1" { // a watch that stays open until its client goes
+				<-r.Context().Done()
+			}
 		case r.Method == http.MethodPost:
 			body, _ := io.ReadAll(r.Body)
 			w.WriteHeader(http.StatusCreated)
@@ -381,5 +384,53 @@ func TestUpgrade(t *testing.T) {
 	}
 	if string(got) != "echo hello\n" {
 		t.Fatalf("through the upgraded connection: %q", got)
+	}
+}
+
+// POST /faultproxy/v1/watches/close drops every open watch (fault or not), over HTTP/1.1 and
+// HTTP/2: the client's stream ends with an error after the events it had; other requests pass.
+func TestCloseWatches(t *testing.T) {
+	f := newFixture(t)
+	for _, h2 := range []bool{false, true} {
+		c := f.client(h2)
+		resp, err := c.Get(f.url + "/api/v1/namespaces/n/configmaps?watch=true&hold=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan error, 1)
+		var events []byte
+		go func() {
+			var e error
+			events, e = io.ReadAll(resp.Body)
+			got <- e
+		}()
+		time.Sleep(200 * time.Millisecond) // the three events are through; the watch holds
+		req, _ := http.NewRequest(http.MethodPost, f.url+"/faultproxy/v1/watches/close", nil)
+		req.Header.Set("Authorization", "Bearer "+f.token)
+		cresp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(cresp.Body)
+		if cresp.StatusCode != 200 || strings.TrimSpace(string(body)) != `{"closed":1}` {
+			t.Fatalf("h2=%v: close answered %d %s", h2, cresp.StatusCode, body)
+		}
+		select {
+		case err := <-got:
+			if err == nil {
+				t.Errorf("h2=%v: the dropped watch ended cleanly; want an error", h2)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("h2=%v: the watch was not dropped", h2)
+		}
+		if strings.Count(string(events), "\n") != len(watchEvents) {
+			t.Errorf("h2=%v: events before the drop: %q", h2, events)
+		}
+		if resp, _, _ := do(c, http.MethodPost, f.url+"/faultproxy/v1/watches/close", ""); resp == nil || resp.StatusCode != 401 {
+			t.Errorf("h2=%v: close without the token: %v", h2, resp)
+		}
+		if resp, _, err := do(c, http.MethodGet, f.url+"/api/v1/namespaces/n/configmaps/c", ""); err != nil || resp.StatusCode != 200 {
+			t.Errorf("h2=%v: a GET after the drop: %v %v", h2, resp, err)
+		}
 	}
 }

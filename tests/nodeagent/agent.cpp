@@ -64,7 +64,8 @@ void Agent::start() {
   const nlohmann::json node = register_node(*client_, facts);
   const std::string uid = node.value("metadata", nlohmann::json::object()).value("uid", "");
   const auto dns = cluster_dns_config(opts_);
-  view_ = std::make_unique<ApiView>(client_, dns ? std::make_shared<const kube::Client>(*dns) : nullptr);
+  view_ = std::make_unique<ApiView>(client_, dns ? std::make_shared<const kube::Client>(*dns) : nullptr,
+                                    opts_.pod_api_server);
   view_->start();
   events_ = std::make_unique<EventRecorder>(client_, opts_.node);
   events_->start();

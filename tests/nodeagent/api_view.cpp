@@ -64,12 +64,16 @@ std::string first_address(const kube::Reflector* pods, const std::string& ns,
 
 }  // namespace
 
-ApiView::ApiView(std::shared_ptr<const kube::Client> client, std::shared_ptr<const kube::Client> dns)
+ApiView::ApiView(std::shared_ptr<const kube::Client> client, std::shared_ptr<const kube::Client> dns,
+                 const std::string& pod_api_server)
     : client_(std::move(client)), dns_(std::move(dns)) {
   const kube::ClientConfig& config = client_->transport().config();
   ca_pem_ = config.tls.ca_pem;
-  std::string rest = config.server.substr(config.server.find("://") + 3);
-  rest = rest.substr(0, rest.find('/'));
+  std::string rest = pod_api_server;
+  if (rest.empty()) {  // the node's own API server
+    rest = config.server.substr(config.server.find("://") + 3);
+    rest = rest.substr(0, rest.find('/'));
+  }
   const auto colon = rest.rfind(':');
   const bool has_port = colon != std::string::npos && rest.find(']', colon) == std::string::npos;
   host_ = has_port ? rest.substr(0, colon) : rest;

@@ -24,7 +24,9 @@ namespace kube = trainbench::kube;
 class ApiView : public noderuntime::ClusterView {
  public:
   /// `dns`: the cluster DNS identity's client; null: service names are not resolved.
-  ApiView(std::shared_ptr<const kube::Client> client, std::shared_ptr<const kube::Client> dns);
+  /// `pod_api_server`: HOST:PORT where pods reach the API server; "": the client's server.
+  ApiView(std::shared_ptr<const kube::Client> client, std::shared_ptr<const kube::Client> dns,
+          const std::string& pod_api_server);
   ~ApiView() override;
 
   /// Starts watching pods and Services for the DNS emulation.

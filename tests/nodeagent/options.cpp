@@ -14,7 +14,7 @@ namespace {
                "usage: trainbench-nodeagent (--controlplane DIR | --kubeconfig FILE --ca-cert FILE --ca-key FILE)\n"
                "         --node NAME --dir DIR [--dns-kubeconfig FILE]\n"
                "         [--label K=V]... [--taint K[=V]:EFFECT]... [--gpus N] [--cpus N] [--memory BYTES]\n"
-               "         [--max-pods N]\n"
+               "         [--max-pods N] [--pod-api-server HOST:PORT]\n"
                "         [--net-block K] [--port PORT] [--max-grace SECONDS] [--dns-wait SECONDS]\n"
                "         [--lease-interval SECONDS] [--status-interval SECONDS] [--podnet-lib PATH]\n"
                "         [--images buildah [--image-storage-root DIR] [--image-run-root DIR]\n"
@@ -36,6 +36,7 @@ bool take(Options& o, std::string& images, noderuntime::ImageStoreOptions& store
   else if (flag == "--controlplane") o.controlplane = v;
   else if (flag == "--dns-kubeconfig") o.dns_kubeconfig = v;
   else if (flag == "--node") o.node = v;
+  else if (flag == "--pod-api-server") o.pod_api_server = v;
   else if (flag == "--label") add_label(o, v);
   else if (flag == "--taint") o.taints.push_back(v);
   else if (flag == "--dir") o.dir = v;
@@ -71,6 +72,8 @@ void check(Options& o) {
   if (o.ca_cert.empty() || o.ca_key.empty()) usage("--ca-cert and --ca-key are required");
   if (o.net_block < 0 || o.net_block > 254) usage("--net-block must be 1..254 (0: the first free one)");
   if (o.port <= 0 || o.port > 65535) usage("--port must be 1..65535");
+  if (!o.pod_api_server.empty() && o.pod_api_server.rfind(':') == std::string::npos)
+    usage("--pod-api-server wants HOST:PORT, got " + o.pod_api_server);
   if (o.gpus < 0 || o.cpus < 0 || o.memory < 0 || o.max_pods <= 0) usage("capacities must not be negative");
   for (const auto& t : o.taints) {
     if (t.find(':') == std::string::npos) usage("--taint wants KEY[=VALUE]:EFFECT, got " + t);

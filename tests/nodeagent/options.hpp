@@ -19,6 +19,10 @@ struct Options {
   /// The cluster DNS server's identity, for the DNS emulation (api_view.hpp); with
   /// --controlplane DIR, DIR/cluster-dns.kubeconfig when it exists.
   std::string dns_kubeconfig;
+  /// HOST:PORT where the node's pods reach the API server (KUBERNETES_SERVICE_HOST / _PORT). On
+  /// a real node kube-proxy sends the kubernetes Service to the API server's endpoints; a test
+  /// may put tests/faultproxy there instead. "": the API server the agent itself talks to.
+  std::string pod_api_server;
   std::string node;        ///< the Node's name
   std::map<std::string, std::string> labels;
   /// Taints the Node registers with (a kubelet's --register-with-taints), KEY[=VALUE]:EFFECT.

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# API faults (tests/kubesim/README.md, "Fault injection"): kubesim fails a seeded fraction of the
-# requests of the operator (and of the master pod's result writer: both say User-Agent
-# trainbench-operator) with one fault class, while the real operator runs a two-run mlp job
-# with real workers. Whatever the class, the operator converges:
+# API faults on the real control plane: tests/faultproxy, between the real kube-apiserver and
+# both the operator and the pods (the master pod's result writer: both say User-Agent
+# trainbench-operator), fails a seeded fraction of their requests with one fault class, while the
+# real operator (the chart's ServiceAccount and RBAC) runs a two-run mlp job with real workers on
+# a node agent. Whatever the class, the operator converges:
 #   - the job ends Succeeded with both runs in its report (no lost status write);
-#   - no pod is created twice (kubesim's audit log: each pod name 201 once);
-#   - no hot loop: the operator's request rate (audit log) stays under its client-side limit,
-#     the figures are printed;
+#   - no pod is created twice (the API server's audit log: each pod name 201 once);
+#   - no hot loop: the operator's request rate (the audit log, plus the proxy's log of the
+#     requests it answered itself) stays under its client-side limit, the figures are printed;
 #   - its API request counters show the injected codes, the transition Events are there, and
 #     nothing of the job is left running.
 # Usage: faults_e2e.sh CASE, CASE one of 5xx 429 reset-before reset-after slow watch-cut
@@ -42,13 +43,12 @@ case $CASE in
 esac
 FAULT_NAMES=$(jq -r '[.[].fault] | unique | join(" ")' <<<"$RULES")
 
-start_kubesim
-kc apply -f "$CRD" >/dev/null
-wait_for 20 kc get bj || fail "the CRD did not appear in discovery"
-curl -sS --fail --cacert "$WORK/sim/ca.crt" -H "Authorization: Bearer $(cat "$WORK/sim/admin-token")" \
-  -X PUT --data-binary "{\"seed\": 11, \"rules\": $RULES}" "$SIM_URL/kubesim/v1/faults" >/dev/null ||
-  fail "kubesim refused the fault rules $RULES"
-start_operator "${OP_ARGS[@]}"
+# The rules hold from the start (tests/faultproxy/README.md); the operator and the pods go
+# through the proxy, kubectl and helm straight to the API server.
+WITH_FAULTPROXY=1
+FAULT_RULES="{\"seed\": 11, \"rules\": $RULES}"
+OPERATOR_FLAGS="${OP_ARGS[*]}"
+start_cluster
 wait_for 20 grep -q "serving metrics on" "$WORK/operator.log" || fail "operator serves no metrics"
 OP_METRICS=$(sed -n 's|.*serving metrics on \(.*\)/metrics|\1|p' "$WORK/operator.log" | head -1)
 
@@ -68,11 +68,11 @@ kc get bj "$JOB" -o jsonpath='{.status.conditions[?(@.type=="Succeeded")].status
   fail "Succeeded condition"
 
 # The faults really happened.
-stats=$(cluster_stats)
+stats=$(proxy_admin GET /faultproxy/v1/faults)
 for f in $FAULT_NAMES; do
-  n=$(jq -r --arg f "$f" '.faults.injected[$f] // 0' <<<"$stats")
-  echo "$CASE: kubesim injected $n x $f"
-  [ "$n" -ge 1 ] || fail "no $f fault was injected: $(jq -c .faults <<<"$stats")"
+  n=$(jq -r --arg f "$f" '.injected[$f] // 0' <<<"$stats")
+  echo "$CASE: faultproxy injected $n x $f"
+  [ "$n" -ge 1 ] || fail "no $f fault was injected: $(jq -c '{considered, injected}' <<<"$stats")"
 done
 
 # No duplicate pod: every pod name was created (201) once. A reset after the write shows here
@@ -81,13 +81,17 @@ dups=$(pods_created | sort | uniq -d)
 [ -z "$dups" ] || fail "pods created twice: $dups"
 echo "$CASE: $(pods_created | wc -l) pods created, each once"
 
-# No hot loop: the operator's requests per second, from the audit log.
-rates=$(python3 - "$WORK/sim/audit.log" "$UA" <<'PY'
+# No hot loop: the operator's requests per second: those the API server saw (its audit log) and
+# those the proxy answered itself (its log: no upstreamCode).
+audit_log >"$WORK/audit.json"
+jq -c 'select(.upstreamCode == null)' "$WORK/faults.log" >"$WORK/unforwarded.json"
+rates=$(python3 - "$WORK/audit.json" "$WORK/unforwarded.json" "$UA" <<'PY'
 import json, sys, datetime, collections
 per_sec = collections.Counter()
-for line in open(sys.argv[1]):
+for path in sys.argv[1:3]:
+  for line in open(path):
     e = json.loads(line)
-    if sys.argv[2] not in e.get("userAgent", ""):
+    if sys.argv[3] not in (e.get("userAgent") or ""):
         continue
     t = datetime.datetime.fromisoformat(e["ts"].replace("Z", "+00:00")).timestamp()
     per_sec[int(t)] += 1

@@ -8,7 +8,7 @@
 #   kubesim       the emulator of tests/kubesim (API server and kubelet in one process), with the
 #                 CRD applied by kubectl and the operator as cluster admin; retired step by step.
 # Needs: OPERATOR, BIN_DIRS (dirs with trainbench and trainbench-worker), CRD; kubesim: KUBESIM;
-# controlplane: CONTROLPLANE_DIR, NODEAGENT, HELM, REPO.
+# controlplane: CONTROLPLANE_DIR, NODEAGENT, HELM, REPO; with WITH_FAULTPROXY=1, FAULTPROXY.
 # Optional: KUBECTL (the kubectl binary to use; default: kubectl on PATH).
 set -euo pipefail
 KUBECTL=${KUBECTL:-kubectl}
@@ -142,6 +142,7 @@ pod_phase() { kc get pod "$1" -o jsonpath='{.status.phase}'; }
 start_cluster() {
   if [ "$E2E_BACKEND" = controlplane ]; then
     start_namespace
+    [ -z "${WITH_FAULTPROXY:-}" ] || start_faultproxy
     start_nodes "$@"
   else
     start_kubesim "$@"
@@ -198,6 +199,39 @@ start_namespace() {
   OPERATOR_SCOPE_FLAGS+=" --namespace=$NS"
 }
 
+# start_faultproxy: tests/faultproxy between the API server and the test's operator and pods
+# (WITH_FAULTPROXY=1 before start_cluster): the operator's kubeconfig names the proxy, and the
+# node agents send their pods there (--pod-api-server: where kube-proxy would send the
+# kubernetes Service), so the master pod's result writer meets the same faults. kubectl, helm,
+# the node agents and the control plane's own components talk to the API server directly. The
+# rules: $FAULT_RULES ({"seed": N, "rules": [...]}, tests/faultproxy/README.md) from the start.
+NODE_AGENT_ARGS=()
+start_faultproxy() {
+  local server rules='{"rules": []}'
+  [ -z "${FAULT_RULES:-}" ] || rules=$FAULT_RULES
+  server=$("$KUBECTL" config view --raw -o jsonpath='{.clusters[0].cluster.server}')
+  "$FAULTPROXY" --listen 127.0.0.1:0 --upstream "$server" --upstream-ca "$CONTROLPLANE_DIR/pki/ca.crt" \
+    --cert-dir "$WORK/proxy" --ca-cert "$CONTROLPLANE_DIR/pki/ca.crt" --ca-key "$CONTROLPLANE_DIR/pki/ca.key" \
+    --faults "$rules" --log "$WORK/faults.log" >"$WORK/proxy.out" 2>"$WORK/proxy.err" &
+  PIDS+=($!)
+  wait_for 20 grep -q "^faultproxy ready https://" "$WORK/proxy.out" || fail "faultproxy did not start: $(cat "$WORK/proxy.err")"
+  PROXY_URL=$(sed -n 's/^faultproxy ready //p' "$WORK/proxy.out")
+  sed -i "s|server: \"$server\"|server: \"$PROXY_URL\"|" "$WORK/operator.kubeconfig"
+  grep -q "$PROXY_URL" "$WORK/operator.kubeconfig" || fail "the operator's kubeconfig does not name the proxy"
+  NODE_AGENT_ARGS+=(--pod-api-server "${PROXY_URL#https://}")
+}
+# faultproxy's admin API: proxy_admin METHOD PATH [curl args]
+proxy_admin() {
+  curl -sS --fail --cacert "$CONTROLPLANE_DIR/pki/ca.crt" -H "Authorization: Bearer $(cat "$WORK/proxy/admin-token")" \
+    -X "$1" "$PROXY_URL$2" "${@:3}"
+}
+# forget_pid PID: a process the script stopped itself is no longer cleanup's.
+forget_pid() {
+  local keep=() p
+  for p in "${PIDS[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+  PIDS=("${keep[@]}")
+}
+
 # start_nodes [--node NAME[:k=v,...]]...: one node agent per node (default: one node, node-1),
 # each registering its Node with the labels given and this test's label; waits until all are Ready.
 start_nodes() {
@@ -231,6 +265,7 @@ start_node() {
   for kv in "${kvs[@]}"; do args+=(--label "$kv"); done
   mkdir -p "$WORK/nodes/$name"
   PATH="$BIN_DIRS:$PATH" "$NODEAGENT" --controlplane "$CONTROLPLANE_DIR" --dir "$WORK/nodes/$name" "${args[@]}" \
+    ${NODE_AGENT_ARGS[@]+"${NODE_AGENT_ARGS[@]}"} \
     >"$WORK/nodeagent-$name.log" 2>&1 &
   NODE_PIDS+=($!)
   NODE_PID[$(node_name "$name")]=$!
