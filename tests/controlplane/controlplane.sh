@@ -7,8 +7,29 @@
 #   controlplane.sh start DIR   start one (first stopping one a killed run left in DIR); prints `controlplane ready https://127.0.0.1:PORT` when
 #                               the API server is ready, the controllers run and the `default`
 #                               ServiceAccount exists; exits 1 (and leaves nothing) otherwise
-#   controlplane.sh stop DIR    stop it (SIGTERM, then SIGKILL after 10 s) and remove DIR
+#   controlplane.sh stop DIR    stop it (each process SIGTERM, then SIGKILL after 5 s: kube-apiserver
+#                               took 62 s to exit on SIGTERM alone, measured) and remove DIR
 #   controlplane.sh env DIR     shell assignments for a test: KUBECONFIG, CONTROLPLANE_URL, ...
+#   controlplane.sh compact DIR compact etcd at its current revision (etcd's JSON gateway: read
+#                               header.revision with /v3/kv/range, then /v3/kv/compaction with
+#                               physical=true); prints that revision
+#   controlplane.sh restart-apiserver DIR
+#                               "an API-server restart": stop kube-apiserver only (as stop does),
+#                               start it again with the same flags and port, wait for /readyz; etcd,
+#                               the controllers and the scheduler stay up. The new server's watch
+#                               cache starts at etcd's revision then (moved on while it was down,
+#                               see restart_apiserver), so a watch resumed from any earlier
+#                               resourceVersion is answered 410 Expired. Measured on v1.37.2:
+#                                 compact alone: a watch from a compacted resourceVersion still
+#                                   gets its events (200: the watch cache holds them), and so
+#                                   does a list at it with resourceVersionMatch=Exact (200);
+#                                 restart alone: that watch gets an ERROR event, Status code 410,
+#                                   reason Expired, "too old resource version: RV (NEW)", in a
+#                                   200 stream; the Exact list at an uncompacted one still 200;
+#                                 compact + restart: the watch as after a restart; the Exact list
+#                                   HTTP 410 "The resourceVersion for the provided list is too old."
+#                               Restarting a shared control plane disturbs every test using it:
+#                               only on one of a test's own, or from a RUN_SERIAL test.
 #   controlplane.sh node-kubeconfig DIR NAME
 #                               a node's own credentials, as a kubelet's after TLS bootstrap: client
 #                               cert CN=system:node:NAME, O=system:nodes (so the Node authorizer and
@@ -117,12 +138,19 @@ rules:
 EOF
 }
 
-# launch NAME ARGS...: starts one component in the control plane's process group, logging to logs/NAME.log.
-launch() {
+# spawn NAME ARGS...: starts one component, appending to logs/NAME.log (a restarted API server
+# keeps its earlier log above); its pid in SPAWNED.
+spawn() {
   local name=$1; shift
   # setsid: a session of its own, so that it outlives the script and a terminal's signals.
-  setsid "$@" </dev/null >"$DIR/logs/$name.log" 2>&1 &
-  echo "$! $name" >>"$DIR/pids"
+  setsid "$@" </dev/null >>"$DIR/logs/$name.log" 2>&1 &
+  SPAWNED=$!
+}
+
+# launch NAME ARGS...: spawn, and record it in DIR/pids (what stop stops, in reverse order).
+launch() {
+  spawn "$@"
+  echo "$SPAWNED $1" >>"$DIR/pids"
 }
 
 # wait_until SECONDS WHAT CMD...: polls CMD; fails naming WHAT (with the component logs' tails).
@@ -168,6 +196,26 @@ cluster_dns_rbac() {
     "subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"trainbench:cluster-dns"}]}'
 }
 
+# apiserver_command: kube-apiserver's command line, in the array APISERVER: the one place its flags
+# live, so that restart-apiserver starts it exactly as start did. Reads etcd's URL and the port
+# from DIR/etcd-url and DIR/url.
+apiserver_command() {
+  local p=$DIR/pki url port
+  url=$(cat "$DIR/url")
+  port=${url##*:}
+  APISERVER=("$BIN/kube-apiserver" --etcd-servers "$(cat "$DIR/etcd-url")"
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$port" --endpoint-reconciler-type none
+    --tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" --client-ca-file "$p/ca.crt"
+    --service-cluster-ip-range 10.0.0.0/24 --allow-privileged=true
+    --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction,PodNodeSelector
+    --service-account-issuer https://kubernetes.default.svc.cluster.local
+    --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key"
+    --kubelet-client-certificate "$p/apiserver-kubelet-client.crt" --kubelet-client-key "$p/apiserver-kubelet-client.key"
+    --kubelet-certificate-authority "$p/ca.crt" --kubelet-preferred-address-types InternalIP,ExternalIP,Hostname
+    --audit-policy-file "$DIR/audit-policy.yaml" --audit-log-path "$DIR/audit.log" --audit-log-format json
+    --audit-log-mode blocking --profiling=false --cert-dir "$DIR/apiserver-certs")
+}
+
 start_components() {
   local etcd_client etcd_peer
   etcd_client=$(free_port); etcd_peer=$(free_port); PORT=$(free_port)
@@ -181,19 +229,10 @@ start_components() {
     --listen-peer-urls "http://127.0.0.1:$etcd_peer" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" \
     --initial-cluster "controlplane=http://127.0.0.1:$etcd_peer" --unsafe-no-fsync --log-level warn
   wait_until 60 "etcd ready" curl -sS --fail "http://127.0.0.1:$etcd_client/health" || return 1
-  local p=$DIR/pki
-  launch kube-apiserver "$BIN/kube-apiserver" --etcd-servers "http://127.0.0.1:$etcd_client" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$PORT" --endpoint-reconciler-type none \
-    --tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" --client-ca-file "$p/ca.crt" \
-    --service-cluster-ip-range 10.0.0.0/24 --allow-privileged=true \
-    --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction,PodNodeSelector \
-    --service-account-issuer https://kubernetes.default.svc.cluster.local \
-    --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
-    --kubelet-client-certificate "$p/apiserver-kubelet-client.crt" --kubelet-client-key "$p/apiserver-kubelet-client.key" \
-    --kubelet-certificate-authority "$p/ca.crt" --kubelet-preferred-address-types InternalIP,ExternalIP,Hostname \
-    --audit-policy-file "$DIR/audit-policy.yaml" --audit-log-path "$DIR/audit.log" --audit-log-format json \
-    --audit-log-mode blocking --profiling=false --cert-dir "$DIR/apiserver-certs"
+  apiserver_command
+  launch kube-apiserver "${APISERVER[@]}"
   wait_until "$TIMEOUT" "kube-apiserver ready ($URL/readyz)" curl_api /readyz || return 1
+  local p=$DIR/pki
   launch kube-controller-manager "$BIN/kube-controller-manager" --kubeconfig "$DIR/controller-manager.kubeconfig" \
     --authentication-kubeconfig "$DIR/controller-manager.kubeconfig" \
     --authorization-kubeconfig "$DIR/controller-manager.kubeconfig" \
@@ -245,14 +284,68 @@ start() {
 # component is SIGTERMed and waited for; one still there 5 s later is SIGKILLed.
 stop_processes() {
   [ -f "$DIR/pids" ] || return 0
-  local pid name waited
-  while read -r pid name; do
-    kill -TERM "$pid" 2>/dev/null || continue
-    waited=0
-    while kill -0 "$pid" 2>/dev/null && [ $waited -lt 100 ]; do sleep 0.05; waited=$((waited + 1)); done
-    kill -KILL "$pid" 2>/dev/null && echo "controlplane: $name did not stop within 5 s of SIGTERM: SIGKILL" >&2
-  done < <(tac "$DIR/pids")
+  local pid name
+  while read -r pid name; do stop_one "$pid" "$name"; done < <(tac "$DIR/pids")
   return 0
+}
+
+# stop_one PID NAME: SIGTERM, wait up to 5 s, then SIGKILL (and wait up to 5 s more for it to be
+# gone, so that its port is free for a restart).
+stop_one() {
+  local pid=$1 name=$2 waited=0
+  kill -TERM "$pid" 2>/dev/null || return 0
+  while kill -0 "$pid" 2>/dev/null && [ $waited -lt 100 ]; do sleep 0.05; waited=$((waited + 1)); done
+  if kill -KILL "$pid" 2>/dev/null; then
+    echo "controlplane: $name did not stop within 5 s of SIGTERM: SIGKILL" >&2
+    while kill -0 "$pid" 2>/dev/null && [ $waited -lt 200 ]; do sleep 0.05; waited=$((waited + 1)); done
+  fi
+  return 0
+}
+
+# restart_apiserver: "an API-server restart" fault. Stops kube-apiserver only (as stop does) and
+# starts it again with the same flags (apiserver_command), binaries and port; etcd, the
+# controllers and the scheduler stay up (they reconnect). Its pid takes the old one's line in
+# DIR/pids, so that stop keeps the order. Returns once /readyz answers again.
+# While it is down, one write to etcd outside the API server's /registry/ prefix moves etcd's
+# revision past every resourceVersion the old server handed out (bookmarks included), so the new
+# watch cache, which starts at etcd's revision then, is newer than all of them: a watch resumed
+# from any earlier resourceVersion is answered 410 Expired, whatever else was written meanwhile.
+restart_apiserver() {
+  local old
+  old=$(awk '$2 == "kube-apiserver" { print $1 }' "$DIR/pids")
+  [ -n "$old" ] || die "restart-apiserver: no kube-apiserver in $DIR/pids"
+  BIN=$(readlink "$DIR/bin")
+  TIMEOUT=${CONTROLPLANE_START_TIMEOUT:-180}
+  URL=$(cat "$DIR/url")
+  stop_one "$old" kube-apiserver
+  curl -sS --fail -o /dev/null -X POST "$(cat "$DIR/etcd-url")/v3/kv/put" \
+    -d "{\"key\": \"$(printf trainbench/restart-apiserver | base64)\", \"value\": \"$(date +%s | base64)\"}" ||
+    die "restart-apiserver: writing to etcd failed"
+  echo "---- controlplane.sh restart-apiserver, $(date -u +%FT%TZ) ----" >>"$DIR/logs/kube-apiserver.log"
+  apiserver_command
+  spawn kube-apiserver "${APISERVER[@]}"
+  awk -v old="$old" -v new="$SPAWNED" '$1 == old && $2 == "kube-apiserver" { $1 = new } { print }' \
+    "$DIR/pids" >"$DIR/pids.tmp" && mv "$DIR/pids.tmp" "$DIR/pids"
+  wait_until "$TIMEOUT" "kube-apiserver ready after its restart ($URL/readyz)" curl_api /readyz || return 1
+  echo "kube-apiserver restarted $URL"
+}
+
+# compact: compacts etcd at its current revision through etcd's HTTP/JSON gateway (what the API
+# server's own compactor does every 5 minutes, at once) and prints that revision. physical=true:
+# answers once the old revisions are gone from the backend. A revision compacted already (by the
+# API server's compactor, in between) counts as done.
+compact() {
+  local etcd rev answer
+  etcd=$(cat "$DIR/etcd-url")
+  rev=$(curl -sS --fail -X POST "$etcd/v3/kv/range" -d '{"key": "AA==", "count_only": true}' |
+    python3 -c 'import json, sys; print(int(json.load(sys.stdin)["header"]["revision"]))') ||
+    die "compact: reading etcd's revision at $etcd failed"
+  answer=$(curl -sS -X POST "$etcd/v3/kv/compaction" -d "{\"revision\": $rev, \"physical\": true}") ||
+    die "compact: etcd at $etcd did not answer"
+  case $answer in
+    *'"header"'*|*"required revision has been compacted"*) echo "$rev" ;;
+    *) die "compact: etcd refused to compact at $rev: $answer" ;;
+  esac
 }
 
 # node_kubeconfig NAME: DIR/nodes/NAME/{node.crt,node.key,kubeconfig} (made once; printed).
@@ -277,7 +370,8 @@ node_kubeconfig() {
 
 main() {
   local cmd=${1:-} dir=${2:-}
-  [ -n "$cmd" ] && [ -n "$dir" ] || die "usage: controlplane.sh start|stop|env DIR, node-kubeconfig DIR NAME"
+  [ -n "$cmd" ] && [ -n "$dir" ] ||
+    die "usage: controlplane.sh start|stop|env|compact|restart-apiserver DIR, node-kubeconfig DIR NAME"
   case $cmd in
     start)
       start "$dir"
@@ -291,12 +385,20 @@ main() {
       DIR=$(cd "$dir" && pwd)
       echo "KUBECONFIG=$DIR/kubeconfig CONTROLPLANE_URL=$(cat "$DIR/url") CONTROLPLANE_DIR=$DIR"
       ;;
+    compact)
+      DIR=$(cd "$dir" && pwd)
+      compact
+      ;;
+    restart-apiserver)
+      DIR=$(cd "$dir" && pwd)
+      restart_apiserver
+      ;;
     node-kubeconfig)
       DIR=$(cd "$dir" && pwd)
       [ -n "${3:-}" ] || die "usage: controlplane.sh node-kubeconfig DIR NAME"
       node_kubeconfig "$3"
       ;;
-    *) die "unknown command $cmd (start, stop, env, node-kubeconfig)" ;;
+    *) die "unknown command $cmd (start, stop, env, compact, restart-apiserver, node-kubeconfig)" ;;
   esac
 }
 main "$@"
