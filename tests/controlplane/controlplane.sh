@@ -12,7 +12,8 @@
 #   controlplane.sh env DIR     shell assignments for a test: KUBECONFIG, CONTROLPLANE_URL, ...
 #   controlplane.sh compact DIR compact etcd at its current revision (etcd's JSON gateway: read
 #                               header.revision with /v3/kv/range, then /v3/kv/compaction with
-#                               physical=true); prints that revision
+#                               physical=true); prints that revision. Revisions before it are gone
+#                               from etcd, the revision itself stays readable
 #   controlplane.sh restart-apiserver DIR
 #                               "an API-server restart": stop kube-apiserver only (as stop does),
 #                               start it again with the same flags and port, wait for /readyz; etcd,
@@ -20,7 +21,8 @@
 #                               cache starts at etcd's revision then (moved on while it was down,
 #                               see restart_apiserver), so a watch resumed from any earlier
 #                               resourceVersion is answered 410 Expired. Measured on v1.37.2:
-#                                 compact alone: a watch from a compacted resourceVersion still
+#                                 compact alone: a watch from a compacted resourceVersion (one
+#                                   before the revision compact printed) still
 #                                   gets its events (200: the watch cache holds them), and so
 #                                   does a list at it with resourceVersionMatch=Exact (200);
 #                                 restart alone: that watch gets an ERROR event, Status code 410,
