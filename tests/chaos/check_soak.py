@@ -101,7 +101,9 @@ def duplicate_pods(audit_path):
                 e = json.loads(line)
             except ValueError:
                 continue
-            if e.get("verb") == "create" and e.get("resource") == "pods" and e.get("code") == 201:
+            # A pod's own create, not its binding (the scheduler's create of pods/binding).
+            if (e.get("verb") == "create" and e.get("resource") == "pods" and not e.get("subresource")
+                    and e.get("code") == 201):
                 created[(e.get("namespace"), e.get("name"))] += 1
     return sum(n - 1 for n in created.values() if n > 1), len(created)
 
@@ -110,7 +112,8 @@ def main():
     ap = argparse.ArgumentParser()
     for a in ("jobs", "events", "audit"):
         ap.add_argument("--" + a, required=True)
-    for a in ("seed", "chaos-seconds", "operator-kills", "pod-kills", "watch-drops", "compactions", "leftover-pods",
+    for a in ("seed", "chaos-seconds", "operator-kills", "pod-kills", "watch-drops", "compactions", "apiserver-restarts",
+              "relists-on-gone", "leftover-pods",
               "leftover-containers", "leftover-processes", "leader-takeovers"):
         ap.add_argument("--" + a, type=int, default=0)
     args = ap.parse_args()
@@ -131,7 +134,8 @@ def main():
         "succeeded": sum(1 for j in jobs if j.get("status", {}).get("phase") == "Succeeded"),
         "runRestarts": restarts, "podsCreated": pods_created, "operatorKills": args.operator_kills,
         "leaderTakeovers": args.leader_takeovers, "podKills": args.pod_kills, "watchDrops": args.watch_drops,
-        "compactions": args.compactions, "duplicatePods": duplicates, "leftoverPods": args.leftover_pods,
+        "compactions": args.compactions, "apiServerRestarts": args.apiserver_restarts,
+        "relistsOnGone": args.relists_on_gone, "duplicatePods": duplicates, "leftoverPods": args.leftover_pods,
         "leftoverProcesses": args.leftover_processes, "eventRepeats": repeats, "eventsMissing": missing,
         "secondsPerJobMean": round(sum(durations) / len(durations), 1) if durations else None,
         "secondsPerJobMax": max(durations) if durations else None,

@@ -31,7 +31,9 @@ check() {
   python3 "$HERE/check_soak.py" --jobs "$W/jobs.json" --events "$W/events.json" --audit "$W/audit.log" "$@" >"$W/out" 2>&1
 }
 join() { local IFS=,; echo "$*"; }
-audit=$(printf '%s\n' "$(audit_line j-r0-a0-master)" "$(audit_line j-r0-a1-master)")
+# The scheduler's binding of a pod is a create of pods/binding, not a second pod.
+binding='{"verb": "create", "resource": "pods", "subresource": "binding", "code": 201, "namespace": "default", "name": "j-r0-a0-master"}'
+audit=$(printf '%s\n' "$(audit_line j-r0-a0-master)" "$binding" "$(audit_line j-r0-a1-master)")
 
 check "$job" "$(join "${good_events[@]}")" "$audit" || fail "a good soak failed: $(cat "$W/out")"
 grep -q '"eventRepeats": 0' "$W/out" || fail "figures: $(cat "$W/out")"

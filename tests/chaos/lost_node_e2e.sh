@@ -11,19 +11,11 @@
 source "$(dirname "$0")/../operator/e2e/lib.sh"
 
 OPERATOR_FLAGS="--node-lost-after 3"
-if [ "$E2E_BACKEND" = controlplane ]; then
-  # The chart's cluster scope: its ClusterRole lets the operator read nodes. The shared control
-  # plane's node-monitor-grace-period is the default 40 s (a shorter one would flap every node).
-  CHART_SCOPE=cluster
-  GRACE=60
-  start_cluster --node n1 --node n2 --node n3
-else
-  start_kubesim --node n1 --node n2 --node n3 --node-monitor-grace 2
-  kc apply -f "$CRD" >/dev/null
-  wait_for 20 kc get bj || fail "the CRD did not appear in discovery"
-  GRACE=20
-fi
-[ "$E2E_BACKEND" = controlplane ] || start_operator
+# The chart's cluster scope: its ClusterRole lets the operator read nodes. The shared control
+# plane's node-monitor-grace-period is the default 40 s (a shorter one would flap every node).
+CHART_SCOPE=cluster
+GRACE=60
+start_cluster --node n1 --node n2 --node n3
 
 # Long enough that the run still trains when its node is taken away, on any machine: the polyglot
 # machines run the MLP's step in 0.7 ms, and 1500 steps x 2 repeats had ended within 5 s, before

@@ -113,19 +113,7 @@ void NodePods::pod_main(const RunPtr& run) {
 }
 
 void NodePods::finish_deletion(const std::string& ns, const std::string& name, const std::string& uid) {
-  writer_.flush(uid);
-  kube::DeleteOptions o;
-  o.grace_period_seconds = 0;
-  o.precondition_uid = uid;
-  try {
-    client_->remove(kube::resources::pods(), ns, name, o);
-  } catch (const kube::ApiError& e) {
-    if (!e.is_not_found() && !e.is_conflict()) {  // gone already, or another pod of that name now
-      std::fprintf(stderr, "trainbench-nodeagent: deleting pod %s/%s: %s\n", ns.c_str(), name.c_str(), e.what());
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "trainbench-nodeagent: deleting pod %s/%s: %s\n", ns.c_str(), name.c_str(), e.what());
-  }
+  writer_.finish(ns, name, uid);  // after its last status; retried until the API server answers
 }
 
 json NodePods::current_pod(const noderuntime::PodRun& run) {

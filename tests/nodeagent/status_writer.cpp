@@ -36,35 +36,45 @@ void StatusWriter::update(const std::string& ns, const std::string& name, const 
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (silenced_) return;
-    pending_[uid] = Pending{ns, name, uid, report, next_seq_++};
+    Pending& p = pending_[uid];  // a pending finish stays
+    p.ns = ns, p.name = name, p.uid = uid;
+    p.report = report;
+    p.seq = next_seq_++;
   }
   cv_.notify_all();
 }
 
-void StatusWriter::flush(const std::string& uid) {
-  std::optional<Pending> p;
+void StatusWriter::finish(const std::string& ns, const std::string& name, const std::string& uid) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = pending_.find(uid);
-    if (it == pending_.end() || silenced_) return;
-    p = std::move(it->second);
-    pending_.erase(it);
+    if (silenced_) return;
+    Pending& p = pending_[uid];
+    p.ns = ns, p.name = name, p.uid = uid;
+    p.finish = true;
   }
-  write(*p);
+  cv_.notify_all();
 }
 
 void StatusWriter::report(const Pending& p, const std::string& what) {
   std::fprintf(stderr, "trainbench-nodeagent: status of %s/%s: %s\n", p.ns.c_str(), p.name.c_str(), what.c_str());
 }
 
-bool StatusWriter::write(const Pending& p) {
+bool StatusWriter::write(Pending& p) {
+  if (p.report) {
+    if (!write_status(p)) return false;
+    p.report.reset();
+  }
+  return !p.finish || remove(p);
+}
+
+bool StatusWriter::write_status(const Pending& p) {
   std::lock_guard<std::mutex> lock(write_mu_);
   auto& last = written_[p.uid];
   if (p.seq < last) return true;  // a later status went out already
   std::optional<json> pod = cached_pod_(p.ns, p.name);
   if (!pod || pod->value("metadata", json::object()).value("uid", "") != p.uid) return true;
   json status = pod->value("status", json::object());
-  if (!noderuntime::apply_pod_status(status, p.report)) return true;
+  if (!noderuntime::apply_pod_status(status, *p.report)) return true;
   try {
     client_->patch(kube::resources::pods(), p.ns, p.name, kube::PatchType::kStrategic,
                    {{"metadata", {{"uid", p.uid}}}, {"status", status}}, {}, "status");
@@ -80,6 +90,30 @@ bool StatusWriter::write(const Pending& p) {
   return false;
 }
 
+bool StatusWriter::remove(const Pending& p) {
+  kube::DeleteOptions o;
+  o.grace_period_seconds = 0;
+  o.precondition_uid = p.uid;
+  try {
+    client_->remove(kube::resources::pods(), p.ns, p.name, o);
+    return true;
+  } catch (const kube::ApiError& e) {
+    if (e.is_not_found() || e.is_conflict()) return true;  // gone already, or another pod of that name now
+    std::fprintf(stderr, "trainbench-nodeagent: deleting pod %s/%s: %s\n", p.ns.c_str(), p.name.c_str(), e.what());
+    return e.code() < 500 && e.code() != 429;  // refused for good; a server error is tried again
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trainbench-nodeagent: deleting pod %s/%s: %s\n", p.ns.c_str(), p.name.c_str(), e.what());
+  }
+  return false;
+}
+
+void StatusWriter::requeue(Pending&& p) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (silenced_) return;
+  auto [it, fresh] = pending_.emplace(p.uid, p);
+  if (!fresh) it->second.finish = it->second.finish || p.finish;  // a newer status came: it goes first
+}
+
 void StatusWriter::loop() {
   for (;;) {
     std::map<std::string, Pending> batch;
@@ -93,8 +127,7 @@ void StatusWriter::loop() {
     for (auto& [uid, p] : batch) {
       if (write(p)) continue;
       failed = true;
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!silenced_) pending_.emplace(uid, std::move(p));  // unless a newer one came meanwhile
+      requeue(std::move(p));
     }
     if (failed) {
       std::unique_lock<std::mutex> lock(mu_);

@@ -3,7 +3,10 @@
 // Pod statuses written as a kubelet's status manager writes them: the latest state of each pod
 // (earlier ones are never written after it), as a strategic merge PATCH of pods/NAME/status
 // carrying metadata.uid (so it never lands on a new pod of the same name), from a thread of its
-// own; failures are retried a second later, a pod that is gone is forgotten.
+// own; failures are retried a second later, a pod that is gone is forgotten. A pod whose
+// containers are done and whose deletion was asked for is then deleted for good (grace 0, uid
+// precondition), after its last status, and that too is retried until it is done: an API server
+// that is down for a while (restarting) must not leave a pod Terminating for ever.
 
 #include <condition_variable>
 #include <cstdint>
@@ -42,18 +45,24 @@ class StatusWriter {
 
   void update(const std::string& ns, const std::string& name, const std::string& uid,
               const noderuntime::PodStatusReport& report);
-  /// Writes the pod's pending status now (before the kubelet deletes the pod).
-  void flush(const std::string& uid);
+  /// Deletes the pod for good once its pending status is written (nothing of it runs here any
+  /// more); retried until the API server answers.
+  void finish(const std::string& ns, const std::string& name, const std::string& uid);
 
  private:
   struct Pending {
     std::string ns, name, uid;
-    noderuntime::PodStatusReport report;
+    std::optional<noderuntime::PodStatusReport> report;  ///< nullopt: none to write
     std::uint64_t seq = 0;
+    bool finish = false;  ///< then delete it (grace 0)
   };
   void loop();
-  /// False when it is to be tried again.
-  bool write(const Pending& p);
+  /// False when it is to be tried again (what was done is dropped from `p`).
+  bool write(Pending& p);
+  bool write_status(const Pending& p);
+  bool remove(const Pending& p);
+  /// `p` failed: it goes back to the queue, under whatever came for the pod meanwhile.
+  void requeue(Pending&& p);
   static void report(const Pending& p, const std::string& what);
 
   std::shared_ptr<const kube::Client> client_;
