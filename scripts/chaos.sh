@@ -21,7 +21,7 @@ trap 'bash tests/controlplane/controlplane.sh stop "$CP" >/dev/null 2>&1 || true
 bash tests/controlplane/controlplane.sh start "$CP"
 export KUBECONFIG="$CP/kubeconfig" CONTROLPLANE_DIR="$CP" HELM="$PWD/.tools/helm/helm" REPO="$PWD"
 bash tests/controlplane/chart_install.sh >/dev/null
-export E2E_BACKEND=controlplane OPERATOR="$b/operator/trainbench-operator" BIN_DIRS="$b/cli:$b/worker"
+export OPERATOR="$b/operator/trainbench-operator" BIN_DIRS="$b/cli:$b/worker"
 export NODEAGENT="$b/tests/nodeagent/trainbench-nodeagent" FAULTPROXY="$b/tests/faultproxy/bin/faultproxy"
 export CRD="$PWD/crds/trainbench.dev_benchmarkjobs.yaml"
 bash tests/chaos/chaos_soak.sh "${1:-900}" "${2:-1}"

@@ -34,7 +34,6 @@ WATCH_DROP_1_IN=${WATCH_DROP_1_IN:-8}
 COMPACT_1_IN=${COMPACT_1_IN:-12}
 RESTART_1_IN=${RESTART_1_IN:-40}
 
-[ "$E2E_BACKEND" = controlplane ] || fail "the chaos soak runs on the real control plane (E2E_BACKEND=controlplane)"
 start_namespace
 start_faultproxy
 start_nodes --node n1 --node n2

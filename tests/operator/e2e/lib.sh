@@ -1,19 +1,18 @@
-# Shared setup for the operator's end-to-end tests, on one of two clusters (E2E_BACKEND):
-#   controlplane  the real Kubernetes control plane of tests/controlplane (kube-apiserver, etcd,
-#                 kube-controller-manager, kube-scheduler), shared by the tests of a ctest run:
-#                 each test gets a namespace of its own, where the real helm installs the chart
-#                 (scope namespace); the operator runs under the chart's ServiceAccount (a
-#                 TokenRequest token) and RBAC; pods run on nodes of the test's own node agents
-#                 (tests/nodeagent), which only this namespace's pods may use (PodNodeSelector).
-#   kubesim       the emulator of tests/kubesim (API server and kubelet in one process), with the
-#                 CRD applied by kubectl and the operator as cluster admin; retired step by step.
-# Needs: OPERATOR, BIN_DIRS (dirs with trainbench and trainbench-worker), CRD; kubesim: KUBESIM;
-# controlplane: CONTROLPLANE_DIR, NODEAGENT, HELM, REPO; with WITH_FAULTPROXY=1, FAULTPROXY.
-# Optional: KUBECTL (the kubectl binary to use; default: kubectl on PATH).
+# Shared setup for the end-to-end tests on the real Kubernetes control plane of tests/controlplane
+# (kube-apiserver, etcd, kube-controller-manager, kube-scheduler), shared by the tests of a ctest
+# run: each test gets a namespace of its own, where the real helm installs the chart (scope
+# namespace); the operator runs under the chart's ServiceAccount (a TokenRequest token) and RBAC;
+# pods run on nodes of the test's own node agents (tests/nodeagent), which only this namespace's
+# pods may use (PodNodeSelector); with WITH_FAULTPROXY=1 the operator and the pods reach the API
+# server through tests/faultproxy.
+# Needs: OPERATOR, BIN_DIRS (dirs with trainbench and trainbench-worker), CRD, CONTROLPLANE_DIR,
+# NODEAGENT, HELM, REPO; with WITH_FAULTPROXY=1, FAULTPROXY.
+# Optional: KUBECTL (the kubectl binary to use; default: kubectl on PATH, after the control
+# plane's own, of the server's release).
 set -euo pipefail
 KUBECTL=${KUBECTL:-kubectl}
-E2E_BACKEND=${E2E_BACKEND:-kubesim}
-NS=default  # the test's namespace (controlplane: its own, set by start_cluster)
+E2E_BACKEND=controlplane  # the only one since kubesim was retired; scripts still name it
+NS=default  # the test's namespace (its own, set by start_cluster)
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tb-e2e.XXXXXX")
 export HOME="$WORK/home" KUBECACHEDIR="$WORK/kubecache"
@@ -22,7 +21,7 @@ PIDS=()
 
 cleanup() {
   local rc=$?
-  if [ $rc = 0 ] && [ "$E2E_BACKEND" = controlplane ]; then
+  if [ $rc = 0 ]; then
     # The chart's RBAC is enough: the real authorizer refused the operator nothing that it was
     # not granted at another time. (Right after an API-server restart the authorizer's caches
     # are still filling, and it refuses for a moment what the Role grants: a verb the chart
@@ -36,9 +35,9 @@ cleanup() {
     [ -z "$denied" ] || { echo "FAIL: the API server refused the operator (403): $denied" >&2; rc=1; }
   fi
   for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  [ "$E2E_BACKEND" != controlplane ] || cleanup_namespace
+  cleanup_namespace
   # Bounded: a process that has not stopped 30 s after SIGTERM is killed, and the log says so,
-  # instead of holding the test until ctest's timeout (seen once: kubesim's shutdown in CI's run).
+  # instead of holding the test until ctest's timeout.
   local waited=0 pid
   for pid in "${PIDS[@]}"; do
     while kill -0 "$pid" 2>/dev/null && [ $waited -lt 300 ]; do sleep 0.1; waited=$((waited + 1)); done
@@ -54,7 +53,6 @@ cleanup() {
     for r in "$WORK"/replica-*.log; do  # the chaos soak's replicas
       [ -f "$r" ] && { echo "---- $(basename "$r") (tail) ----"; tail -n 12 "$r"; }
     done
-    echo "---- kubesim log (tail) ----"; tail -n 20 "$WORK/kubesim.log" 2>/dev/null || true
     echo "(work dir kept: $WORK)"
   else
     rm -rf "$WORK"
@@ -65,28 +63,9 @@ trap cleanup EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-# kubesim: pods run with the build's trainbench binaries on PATH.
-start_kubesim() {
-  mkdir -p "$WORK/sim"
-  PATH="$BIN_DIRS:$PATH" "$KUBESIM" --listen 127.0.0.1:0 --dir "$WORK/sim" "$@" >"$WORK/kubesim.out" 2>"$WORK/kubesim.log" &
-  PIDS+=($!)
-  for _ in $(seq 1 100); do
-    grep -q "kubesim ready" "$WORK/kubesim.out" 2>/dev/null && break
-    sleep 0.1
-  done
-  grep -q "kubesim ready" "$WORK/kubesim.out" || fail "kubesim did not start: $(cat "$WORK/kubesim.log")"
-  export KUBECONFIG="$WORK/sim/kubeconfig"
-  SIM_URL=$(sed -n 's/^kubesim ready //p' "$WORK/kubesim.out")
-}
-
 kc() { "$KUBECTL" --request-timeout=20s "$@"; }
 
-# kubesim's admin API (tests/kubesim/README.md): sim_admin METHOD PATH
-sim_admin() {
-  curl -sS --fail --cacert "$WORK/sim/ca.crt" -H "Authorization: Bearer $(cat "$WORK/sim/admin-token")" \
-    -X "$1" "$SIM_URL$2"
-}
-# controlplane: the containers of the test's pods on this machine, one "PGID POD" line each. Each
+# The containers of the test's pods on this machine, one "PGID POD" line each. Each
 # container is a process group of its own, and the operator's pods name themselves in their
 # environment (POD_NAME, POD_NAMESPACE from the downward API), so this finds them whatever the
 # node agent believes.
@@ -101,69 +80,46 @@ pod_process_groups() {
 # kill_pod NAME [SIGNAL]: the pod's containers get the signal, as a node would kill them (the
 # kernel's OOM killer, a crashed runtime).
 kill_pod() {
-  if [ "$E2E_BACKEND" = controlplane ]; then
-    local pgid pod n=0
-    while read -r pgid pod; do
-      [ "$pod" = "$1" ] || continue
-      kill -"${2:-9}" -- "-$pgid" 2>/dev/null && n=$((n + 1))
-    done < <(pod_process_groups)
-    # Not fail: a caller may race the pod's end (the soak); under set -e a plain call still ends the test.
-    [ $n -gt 0 ] || { echo "kill_pod $1: no container of it runs" >&2; return 1; }
-  else
-    sim_admin POST "/kubesim/v1/namespaces/default/pods/$1/kill?signal=${2:-9}" >/dev/null
-  fi
+  local pgid pod n=0
+  while read -r pgid pod; do
+    [ "$pod" = "$1" ] || continue
+    kill -"${2:-9}" -- "-$pgid" 2>/dev/null && n=$((n + 1))
+  done < <(pod_process_groups)
+  # Not fail: a caller may race the pod's end (the soak); under set -e a plain call still ends the test.
+  [ $n -gt 0 ] || { echo "kill_pod $1: no container of it runs" >&2; return 1; }
 }
 # Containers still running for the test's pods.
-running_containers() {
-  if [ "$E2E_BACKEND" = controlplane ]; then
-    pod_process_groups | wc -l
-  else
-    sim_admin GET /kubesim/v1/stats | jq -r '.kubelet.runningContainers'
-  fi
-}
-# audit_log: the API server's audit log as JSON lines of kubesim's shape (ts, user, impersonator,
-# verb, resource, subresource, namespace, name, code, userAgent): kubesim's own, or the real
-# kube-apiserver's (level Metadata, its ResponseComplete stage) for the test's namespace.
+running_containers() { pod_process_groups | wc -l; }
+# audit_log: the real kube-apiserver's audit log (level Metadata, its ResponseComplete stage) of
+# the test's namespace, one flat JSON line per request: ts, user, impersonator, verb, resource,
+# subresource, namespace, name, code, userAgent.
 audit_log() {
-  if [ "$E2E_BACKEND" = controlplane ]; then
-    jq -c --arg ns "$NS" 'select(.stage == "ResponseComplete" and (.objectRef.namespace // "") == $ns) |
-      {ts: .requestReceivedTimestamp, user: .user.username, impersonator: (if .impersonatedUser then .user.username
-       else null end), verb, resource: .objectRef.resource, subresource: (.objectRef.subresource // ""),
-       namespace: .objectRef.namespace, name: (.objectRef.name // ""), code: .responseStatus.code, userAgent}' \
-      "$CONTROLPLANE_DIR/audit.log"
-  else
-    cat "$WORK/sim/audit.log"
-  fi
+  jq -c --arg ns "$NS" 'select(.stage == "ResponseComplete" and (.objectRef.namespace // "") == $ns) |
+    {ts: .requestReceivedTimestamp, user: .user.username, impersonator: (if .impersonatedUser then .user.username
+     else null end), verb, resource: .objectRef.resource, subresource: (.objectRef.subresource // ""),
+     namespace: .objectRef.namespace, name: (.objectRef.name // ""), code: .responseStatus.code, userAgent}' \
+    "$CONTROLPLANE_DIR/audit.log"
 }
 # Pod names the API server created (201), one line each.
 pods_created() {
   audit_log | jq -r 'select(.verb == "create" and .resource == "pods" and .subresource == "" and .code == 201) | .name'
 }
 no_containers_running() { [ "$(running_containers)" = 0 ]; }
-# For failure messages: what still runs (kubesim: its stats; controlplane: the pods' process groups).
-cluster_stats() {
-  if [ "$E2E_BACKEND" = controlplane ]; then pod_process_groups; else sim_admin GET /kubesim/v1/stats; fi
-}
+# For failure messages: what still runs (the pods' process groups).
+cluster_stats() { pod_process_groups; }
 pod_gone() { ! kc get pod "$1" >/dev/null 2>&1; }
 no_pods_of() { [ -z "$(kc get pods -l "trainbench.dev/job=$1" -o name)" ]; }
 pod_phase() { kc get pod "$1" -o jsonpath='{.status.phase}'; }
 
-# start_cluster [--node NAME[:k=v,...]]...: the cluster (default: one node), the CRD and the
-# operator. kubesim: the arguments are kubesim's; the CRD applied with kubectl.
+# start_cluster [--node NAME[:k=v,...]]...: the test's namespace with the chart, its nodes
+# (default: one node), the fault proxy (WITH_FAULTPROXY=1) and the operator.
 start_cluster() {
-  if [ "$E2E_BACKEND" = controlplane ]; then
-    start_namespace
-    [ -z "${WITH_FAULTPROXY:-}" ] || start_faultproxy
-    start_nodes "$@"
-  else
-    start_kubesim "$@"
-    kc apply -f "$CRD" >/dev/null
-    wait_for 20 kc get bj || fail "the CRD did not appear in discovery"
-  fi
+  start_namespace
+  [ -z "${WITH_FAULTPROXY:-}" ] || start_faultproxy
+  start_nodes "$@"
   start_operator
 }
 
-# ---- the real control plane (E2E_BACKEND=controlplane) ----
 NODE_PIDS=()
 declare -A NODE_PID  # node name on the cluster -> its agent's pid
 RELEASE=tb-$$  # unique: a scope-cluster release names its ClusterRole after itself
@@ -282,23 +238,17 @@ start_node() {
   NODE_PID[$(node_name "$name")]=$!
 }
 # power_off_node NAME: the lost machine is switched off: its agent stops and kills its pods'
-# (frozen) processes. The API objects stay as they were. kubesim: nothing (it kills a lost node's
-# processes when their pods are force-deleted).
+# (frozen) processes. The API objects stay as they were.
 power_off_node() {
-  [ "$E2E_BACKEND" = controlplane ] || return 0
   kill -TERM "${NODE_PID[$1]}" 2>/dev/null || true
   wait "${NODE_PID[$1]}" 2>/dev/null || true
 }
 # lose_node NAME (the node's name on the cluster): the node is taken away as a dead or cut-off
 # machine: its agent posts nothing any more and its pods' processes freeze; the real node
-# lifecycle controller marks it Unknown after its grace period (controlplane: 40 s) and taints it.
+# lifecycle controller marks it Unknown after its grace period (40 s) and taints it.
 lose_node() {
-  if [ "$E2E_BACKEND" = controlplane ]; then
-    [ -n "${NODE_PID[$1]:-}" ] || fail "lose_node: no agent for node $1"
-    kill -USR1 "${NODE_PID[$1]}"
-  else
-    sim_admin POST "/kubesim/v1/nodes/$1/lose" >/dev/null
-  fi
+  [ -n "${NODE_PID[$1]:-}" ] || fail "lose_node: no agent for node $1"
+  kill -USR1 "${NODE_PID[$1]}"
 }
 # The namespace (with the chart's release and the test's pods) and the test's nodes go.
 cleanup_namespace() {
