@@ -155,6 +155,13 @@ struct Transport::Impl {
     return client;
   }
 
+  /// Forgets the clients and with them their pools of kept-alive connections (in-flight
+  /// requests keep theirs): the next request opens a new connection.
+  void forget_connections() {
+    std::lock_guard<std::mutex> lock(clients_mutex);
+    clients.clear();
+  }
+
   std::string describe(const HttpRequest& r) const { return r.method + " " + cfg.server + r.path; }
 
   http::http_request build(const HttpRequest& r, const std::string& token) const {
@@ -256,12 +263,40 @@ const ClientConfig& Transport::config() const { return impl_->cfg; }
 
 TokenBucket& Transport::rate_limiter() { return impl_->limiter; }
 
+namespace {
+
+/// cpprestsdk could not send the request at all: the keep-alive connection it picked had been
+/// closed by the server (seen after an API-server restart). The server cannot have acted on a
+/// request whose headers or body it never got, so sending it again on a new connection is safe
+/// for any verb, as Go's net/http does; cpprestsdk re-sends on its own only when reading the
+/// answer fails.
+bool never_sent(const TransportError& e) {
+  if (e.kind() != TransportError::Kind::kConnect) return false;
+  const std::string what = e.what();
+  return what.find("Failed to write request body") != std::string::npos ||
+         what.find("Failed to write request headers") != std::string::npos;
+}
+
+}  // namespace
+
 HttpResponse Transport::send(const HttpRequest& request) {
   bool refreshed_token = false;
+  bool resent = false;
   int retries_429 = 0;
   for (;;) {
     impl_->rate_limit(request);
-    HttpResponse resp = impl_->exchange(request);
+    HttpResponse resp;
+    try {
+      resp = impl_->exchange(request);
+    } catch (const TransportError& e) {
+      if (resent || !never_sent(e)) throw;
+      resent = true;  // once: a second failure is the caller's
+      // Every connection kept to that server may be as dead (it restarted): a new pool.
+      impl_->forget_connections();
+      impl_->log(LogLevel::kDebug, "kube: " + request.method + " " + request.path + ": " + e.what() +
+                                       "; sending it again on a new connection");
+      continue;
+    }
     if (resp.status == 401 && impl_->tokens.from_file() && !refreshed_token) {
       // A projected token may have rotated since it was last read.
       impl_->tokens.invalidate();
