@@ -8,7 +8,7 @@
 #     whose client gave up is applied when the delay is over), watch-cut cuts a curl watch (JSON
 #     and protobuf) mid-event and ends a `kubectl get -w` early;
 #   - matching by userAgent, verb (list/get/watch/deletecollection as the server derives them),
-#     resource and subresource, limit, the seeded sequence (kubesim's), nothing but resource
+#     resource and subresource, limit, the seeded sequence (std::mt19937_64's, as the retired kubesim drew it), nothing but resource
 #     requests faulted;
 #   - the admin endpoint (token, 400 naming the field), the log against the counts, SIGTERM.
 # Usage: e2e_test.sh FAULTPROXY_BINARY. Needs KUBECONFIG and CONTROLPLANE_DIR (the ctest fixture's).

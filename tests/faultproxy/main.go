@@ -1,5 +1,5 @@
 // faultproxy: a fault-injecting HTTPS proxy between a client and the real kube-apiserver, for
-// tests (README.md). kubesim's fault rules (tests/kubesim/README.md, "Fault injection").
+// tests (README.md), with the fault rules the retired tests/kubesim took.
 //
 //	faultproxy --listen 127.0.0.1:0 --upstream https://127.0.0.1:PORT --upstream-ca DIR/pki/ca.crt
 //	           --cert-dir D --ca-cert DIR/pki/ca.crt --ca-key DIR/pki/ca.key [--faults JSON|@FILE] [--log FILE]

@@ -1,8 +1,7 @@
 package main
 
-// The fault rules: kubesim's (tests/kubesim/README.md, "Fault injection";
-// tests/kubesim/faults.cpp), the same JSON, field names, defaults, error messages and
-// semantics, and the same pseudo-random sequence (std::mt19937_64 drawn through libstdc++'s
+// The fault rules: those the retired tests/kubesim took (its faults.cpp), the same JSON, field
+// names, defaults, error messages and semantics, and the same pseudo-random sequence (std::mt19937_64 drawn through libstdc++'s
 // uniform_real_distribution<double>), so that a test's rules and seed carry over unchanged.
 
 import (
@@ -222,7 +221,7 @@ func sortedKeys(m map[string]bool) []string {
 }
 
 // describe: the rules with their counts, the seed, and `injected` by fault name since start
-// (kubesim's GET /kubesim/v1/faults, plus each rule's parameters).
+// (as the retired kubesim's GET /kubesim/v1/faults, plus each rule's parameters).
 func (f *injector) describe() map[string]any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
