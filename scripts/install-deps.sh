@@ -13,13 +13,13 @@ PKGS=(
   libyaml-cpp-dev nlohmann-json3-dev
   libcpprest-dev libssl-dev prometheus-cpp-dev
   libopenblas0-pthread              # optimized BLAS (reference BLAS is ~5x slower)
-  libboost-dev openssl             # kubesim (tests' API-server emulator): Boost.Beast + TLS
+  libboost-dev openssl             # Boost.Beast (telemetry, the node agent) + the test PKI
   libvalijson-dev                   # CRD openAPIV3Schema validation in tests
   libgtest-dev libgmock-dev
   libxml2-dev                       # tests: the scaling plot's SVG read back by a real XML parser
   chromium                          # tests/docs: the scaling plot rendered headless to PNG
   procps                            # pgrep/ps, used by the process-leak tests
-  curl jq                           # the operator e2e tests: kubesim admin API, audit log
+  curl jq                           # the e2e tests: the fault proxy's admin API, the audit log
   prometheus                        # a real Prometheus (2.42) + promtool for the metrics e2e test
   python3                           # helm's layer.zip is unpacked with zipfile; test helpers
   clang-14 libclang-rt-14-dev       # fuzz/: libFuzzer + ASan/UBSan runtimes (build-fuzz/)

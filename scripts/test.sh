@@ -16,16 +16,17 @@ jobs=$(nproc 2>/dev/null || echo 2)
 echo "== build (RelWithDebInfo) =="
 bash scripts/build.sh
 echo "== tests =="
-# Two tests at a time (CTEST_JOBS to change): every kubesim-backed test is safe beside any other
-# (each kubesim has its own pod IP block, tests/kubesim/README.md "Pod IPs"), and while one waits on
-# a pod or a watch the other computes. Tests that need the CPU to themselves (the CLI's real-worker
-# runs, the Prometheus timing comparison) are RUN_SERIAL in their CMakeLists and run alone.
+# Two tests at a time (CTEST_JOBS to change): every test on the shared control plane works in a
+# namespace and on node agents of its own (each agent owns its pod IP block), and while one waits
+# on a pod or a watch the other computes. Tests that need the CPU or the API server to themselves
+# (the CLI's real-worker runs, the Prometheus timing comparison, the soak, the API-server restart)
+# are RUN_SERIAL in their CMakeLists and run alone.
 (cd build && ctest --output-on-failure --timeout 600 -j"${CTEST_JOBS:-2}")
 
 echo "== core/ and operator/ tests under AddressSanitizer + UBSan =="
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTRAINBENCH_BUILD_WORKER=OFF -DTRAINBENCH_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs" --target core_tests crd_tests controller_tests operator_runtime_tests trainbench_kube_tests operator_metrics_tests telemetry_tests
-# The kubesim-backed and end-to-end tests run in the normal build above.
+# The control-plane and end-to-end tests run in the normal build above.
 lsan_supp="$PWD/.ci/lsan.supp"  # library-internal leaks only, each explained there
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   LSAN_OPTIONS="suppressions=$lsan_supp:print_suppressions=0" \

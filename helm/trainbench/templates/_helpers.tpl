@@ -85,7 +85,8 @@ The leader-election Lease's name.
 
 {{/*
 The operator's RBAC rules (docs/operator.md, "RBAC: what the operator needs, and why"): exactly the
-verbs its code uses, checked by tests/helm against kubesim's audit log. Leases are not here: they
+verbs its code uses, checked against the real API server's audit log (every e2e test fails on a
+403 of the operator; tests/helm). Leases are not here: they
 get their own Role in the release namespace.
 */}}
 {{- define "trainbench.rules" -}}
