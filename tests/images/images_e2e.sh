@@ -30,9 +30,9 @@ WORKER_ID=$(image_id "$WORKER_IMAGE") || true
 [ -n "$OPERATOR_ID" ] && [ -n "$WORKER_ID" ] || fail "images $OPERATOR_IMAGE / $WORKER_IMAGE not built: run scripts/images.sh"
 expect() { [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"; }
 
-# pod_pids POD_IP: the processes of the pod with that IP (the kubelet gives each KUBESIM_POD_IP).
+# pod_pids POD_IP: the processes of the pod with that IP (the kubelet gives each TRAINBENCH_POD_IP).
 pod_pids() {
-  grep -lzx "KUBESIM_POD_IP=$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 || true
+  grep -lzx "TRAINBENCH_POD_IP=$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 || true
 }
 # ids_of PID: "uid gid" of the process (real ids).
 ids_of() { awk '/^Uid:/ {u = $2} /^Gid:/ {g = $2} END {print u, g}' "/proc/$1/status"; }
@@ -138,7 +138,7 @@ kill -TERM "$sim_pid"
 wait_for 30 bash -c "! kill -0 $sim_pid 2>/dev/null" || fail "kubesim did not exit after SIGTERM"
 prefix=$(sed -n 's/.*pod and node IPs from \(127\.[0-9]*\)\..*/\1/p' "$WORK/kubesim.log")
 [ -n "$prefix" ] || fail "kubesim's IP block not in its log"
-left=$(grep -lz "^KUBESIM_POD_IP=$prefix\." /proc/[0-9]*/environ 2>/dev/null || true)
+left=$(grep -lz "^TRAINBENCH_POD_IP=$prefix\." /proc/[0-9]*/environ 2>/dev/null || true)
 [ -z "$left" ] || fail "processes left: $left"
 ! grep -q "$WORK" /proc/self/mountinfo || fail "mounts left: $(grep "$WORK" /proc/self/mountinfo)"
 expect "buildah containers of this kubesim left" \

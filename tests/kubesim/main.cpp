@@ -267,7 +267,7 @@ int main(int argc, char** argv) {
   } else {
     std::error_code ec;
     const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    const auto shim = self.parent_path() / "libkubesim_podnet.so";
+    const auto shim = self.parent_path() / "libnodeagent_podnet.so";
     if (!ec && std::filesystem::exists(shim, ec)) kopts.podnet_library = shim.string();
     else if (std::filesystem::exists(KUBESIM_PODNET_LIB, ec)) kopts.podnet_library = KUBESIM_PODNET_LIB;
   }

@@ -15,7 +15,7 @@ namespace {
 std::string podnet_library(const Options& o) {
   if (o.podnet_library) return *o.podnet_library;
   std::error_code ec;
-  const auto shim = fs::read_symlink("/proc/self/exe", ec).parent_path() / "libkubesim_podnet.so";
+  const auto shim = fs::read_symlink("/proc/self/exe", ec).parent_path() / "libnodeagent_podnet.so";
   if (!ec && fs::exists(shim, ec)) return shim.string();
   return fs::exists(NODEAGENT_PODNET_LIB, ec) ? NODEAGENT_PODNET_LIB : "";
 }

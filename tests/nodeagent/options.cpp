@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include <unistd.h>
+
 namespace nodeagent {
 
 namespace {
@@ -101,6 +103,12 @@ Options parse_options(int argc, char** argv) {
   check(o);
   if (images == "buildah") o.images = store;
   else if (!images.empty()) usage("--images must be buildah");
+  if (o.images && ::geteuid() != 0) {
+    std::fprintf(stderr,
+                 "trainbench-nodeagent: --images buildah runs containers in their images' root filesystems (mount "
+                 "namespaces, overlayfs, pivot_root, setuid): it must run as root\n");
+    std::exit(1);
+  }
   return o;
 }
 

@@ -2,7 +2,7 @@
 
 // What a node's runtime reads of the cluster while it starts a pod's containers: the ConfigMaps
 // and Secrets their env and volumes name, where a Service's name leads (the DNS emulation of
-// pod_env.hpp) and the API server's address. kubesim answers from its store; the node agent
+// pod_env.hpp) and the API server's address. The node agent answers
 // from the real API server, with what a node's identity may read (tests/nodeagent/README.md).
 
 #include <optional>

@@ -1,8 +1,8 @@
 #pragma once
 
 // Reading a container's log file as the kubelet serves it: the last N lines, and a followed
-// stream that ends once the container has terminated and its log has been sent (kubesim's
-// pods/log and the node agent's /containerLogs; the runner's FallbackToLogsOnError message).
+// stream that ends once the container has terminated and its log has been sent (the node
+// agent's /containerLogs; the runner's FallbackToLogsOnError message).
 
 #include <cstddef>
 #include <functional>

@@ -24,7 +24,7 @@ struct Mount {
 };
 
 /// Where the pod network shim is mounted in image containers (LD_PRELOAD names it).
-constexpr const char* kPodnetTarget = "/.kubesim/libkubesim_podnet.so";
+constexpr const char* kPodnetTarget = "/.nodeagent/libnodeagent_podnet.so";
 
 struct MountContext {
   ClusterView& cluster;

@@ -24,7 +24,7 @@ namespace {
 
 using Op = SetupStep::Op;
 
-constexpr const char* kOldRoot = "/.kubesim-oldroot";
+constexpr const char* kOldRoot = "/.nodeagent-oldroot";
 
 // Stages reported by the child before or after the setup steps (which report their index).
 enum Stage : int {

@@ -1,6 +1,6 @@
 #pragma once
 
-// What runc does for kubesim's image containers (kubesim --images buildah): the process gets
+// What runc does for the node agent's image containers (--images buildah): the process gets
 // a private mount namespace (and its own UTS namespace with the pod's hostname); its root is an
 // overlayfs (the image's shared read-only root filesystem below, a fresh writable layer of the
 // container's own above, both under its state directory), with /proc, a read-only /sys, a

@@ -53,7 +53,7 @@ std::optional<SpawnResult> PodRunner::start_process(const RunPtr& run, std::size
   put_env(full, "TRAINBENCH_TERMINATION_LOG", term_path);
   if (!opts_.podnet_library.empty()) {
     put_env(full, "LD_PRELOAD", opts_.podnet_library);
-    put_env(full, "KUBESIM_POD_IP", run->ip);
+    put_env(full, "TRAINBENCH_POD_IP", run->ip);
   }
   for (const auto& kv : env) put_env(full, kv.first, kv.second);
   std::map<std::string, std::string> vars(env.begin(), env.end());
@@ -86,7 +86,7 @@ std::optional<SpawnResult> PodRunner::start_in_image(const RunPtr& run, std::siz
   }
   if (!opts_.podnet_library.empty()) {
     put_env(kenv, "LD_PRELOAD", kPodnetTarget);
-    put_env(kenv, "KUBESIM_POD_IP", run->ip);
+    put_env(kenv, "TRAINBENCH_POD_IP", run->ip);
   }
   ContainerLaunch launch = opts_.images->prepare(host_.cluster(), image,
                                                  {pod, c.spec, kenv, env, run->dir, run->ip, sa_dir, c.term_path,

@@ -1,6 +1,6 @@
 #pragma once
 
-// The kubelet's image side for --images buildah (kubesim's and the node agent's): pulling
+// The kubelet's image side for --images buildah (the node agent's): pulling
 // (finding the image in the local store, as imagePullPolicy allows) and turning a pod's
 // container into a ContainerLaunch (container_runtime.hpp) from its image: config, user,
 // environment, mounts.
@@ -24,7 +24,7 @@ class ImagePullError : public WaitingError {
 struct ImageStart {
   const json& pod;
   const json& container;
-  EnvList kubelet_env;  ///< HOSTNAME, KUBERNETES_SERVICE_*, LD_PRELOAD / KUBESIM_POD_IP, *SAN_OPTIONS
+  EnvList kubelet_env;  ///< HOSTNAME, KUBERNETES_SERVICE_*, LD_PRELOAD / TRAINBENCH_POD_IP, *SAN_OPTIONS
   EnvList pod_env;      ///< env / envFrom, resolved
   std::string pod_dir;
   std::string pod_ip;

@@ -1,6 +1,6 @@
 #pragma once
 
-// The images a node "has" (kubesim's or a node agent's, --images buildah): those in buildah's
+// The images a node "has" (a node agent's, --images buildah): those in buildah's
 // local storage.
 // A container's `image:` is resolved as a container runtime resolves it against its own store
 // (a name without a registry is looked up as localhost/NAME first, then as buildah resolves it;

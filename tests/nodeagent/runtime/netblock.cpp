@@ -30,7 +30,7 @@ void ensure_lock_dir(const std::string& dir) {
 /// The lock's fd when this process now holds block k, -1 when another process does.
 int try_lock(const std::string& dir, int k) {
   const std::string path = lock_path(dir, k);
-  // O_CLOEXEC: pods (exec'd children) must not inherit the lock and keep it after kubesim dies.
+  // O_CLOEXEC: pods (exec'd children) must not inherit the lock and keep it after the agent dies.
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (fd < 0) throw std::runtime_error("cannot open " + path + ": " + std::strerror(errno));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -59,7 +59,7 @@ NetBlock NetBlock::claim(int k, const std::string& lock_dir) {
     const int fd = try_lock(lock_dir, k);
     if (fd < 0) {
       throw std::runtime_error("net block " + std::to_string(k) + " (127." + std::to_string(k) +
-                               ".0.0/16) is held by another kubesim (" + lock_path(lock_dir, k) + ")");
+                               ".0.0/16) is held by another process (" + lock_path(lock_dir, k) + ")");
     }
     return NetBlock(k, fd);
   }

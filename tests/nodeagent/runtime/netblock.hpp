@@ -1,11 +1,11 @@
 #pragma once
 
-// Each kubesim instance, and each node agent, on a machine owns one block of loopback
-// addresses, 127.K.0.0/16 (K in 1..254), for its nodes (127.K.0.10+i) and pods (127.K.1.1 ...
-// 127.K.254.254), so that two of them never hand out the same pod IP. A block is claimed with
-// flock() on LOCK_DIR/K.lock (default /tmp/kubesim-net, shared by both): atomic between
+// Each node agent on a machine owns one block of loopback addresses, 127.K.0.0/16 (K in
+// 1..254), for its node (127.K.0.10+i) and pods (127.K.1.1 ... 127.K.254.254), so that two of
+// them never hand out the same pod IP. A block is claimed with flock() on LOCK_DIR/K.lock
+// (default /tmp/kubesim-net, the name kept from kubesim, which shared it): atomic between
 // processes, and released by the kernel when the process exits, however it exits (SIGKILL
-// included). See tests/kubesim/README.md, "Pod IPs".
+// included). Tests: test/netblock_test.cpp (NetBlock.*).
 
 #include <string>
 

@@ -5,8 +5,8 @@
 // configMapKeyRef / secretKeyRef; and the DNS emulation, which rewrites host names
 // <service>.<namespace>.svc[.cluster.local] (and <hostname>.<subdomain>.<namespace>.svc) in env
 // values to the pod IP of a pod the Service selects (there is no cluster DNS: the pods' network
-// is this machine's loopback). The objects come from a ClusterView (kubesim's store, or the API
-// server for the node agent).
+// is this machine's loopback). The objects come from a ClusterView (the API server, for the node
+// agent).
 
 #include <map>
 #include <string>

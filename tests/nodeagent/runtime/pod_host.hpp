@@ -2,7 +2,8 @@
 
 // What a PodRunner (pod_runner.hpp) needs of the kubelet it works for: the cluster's objects,
 // the pod as last seen, a place to write the pod's status and Events, and ServiceAccount tokens.
-// kubesim's kubelet implements it on its store; the node agent on the real API server.
+// The node agent implements it on the real API server (kubesim's kubelet, now retired, did on
+// its store).
 
 #include <optional>
 #include <string>

@@ -1,8 +1,8 @@
 #pragma once
 
 // One pod as its node runs it: the state of each of its containers (init containers first),
-// shared by the pod's threads under its mutex. kubesim's kubelet and the node agent make one
-// per pod bound to their node and hand it to a PodRunner (pod_runner.hpp).
+// shared by the pod's threads under its mutex. The node agent makes one per pod bound to its
+// node and hands it to a PodRunner (pod_runner.hpp).
 
 #include <sys/types.h>
 
@@ -45,9 +45,9 @@ struct PodRun {
   bool removed = false;  ///< the pod object is gone
   bool delete_when_done = false;
   bool done = false;
-  bool fake = false;  ///< kubesim --kubelet fake: nothing runs
+  bool fake = false;  ///< nothing runs (the node agent's --pods simulated)
   bool initialized = false;
-  std::string runtime = "kubesim";  ///< the scheme of containerIDs (runtime://ID)
+  std::string runtime = "kubesim";  ///< the scheme of containerIDs (runtime://ID); the node agent sets "nodeagent"
 };
 
 using RunPtr = std::shared_ptr<PodRun>;

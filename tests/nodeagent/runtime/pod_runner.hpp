@@ -1,7 +1,6 @@
 #pragma once
 
-// Runs one pod's containers on this machine as a kubelet runs them (tests/kubesim/README.md,
-// "The kubelet simulator"; tests/nodeagent/README.md): init containers in order, then the
+// Runs one pod's containers on this machine as a kubelet runs them (tests/nodeagent/README.md): init containers in order, then the
 // others at once; each as a local process in its own process group (process mode), or in its
 // image's root filesystem (image mode, image_runtime.hpp); env with the DNS emulation,
 // termination messages, restartPolicy with the kubelet's back-off, image pull errors, and
@@ -25,7 +24,7 @@ namespace noderuntime {
 struct RunnerOptions {
   double max_grace_s = 3;   ///< SIGTERM -> SIGKILL wait is min(grace, this)
   double dns_wait_s = 60;   ///< how long a container waits for its env's <svc>.<ns>.svc names
-  /// The pod network shim (podnet_shim.cpp) preloaded into every container with KUBESIM_POD_IP:
+  /// The pod network shim (podnet_shim.cpp) preloaded into every container with TRAINBENCH_POD_IP:
   /// wildcard binds land on the pod IP, as in a pod's own network namespace. "" disables it.
   std::string podnet_library;
   /// Image mode: containers run in their images' root filesystems. Null: process mode.

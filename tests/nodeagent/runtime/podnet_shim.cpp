@@ -1,14 +1,14 @@
-// kubesim's pod network emulation, preloaded (LD_PRELOAD) into every process a pod runs.
+// The node agent's pod network emulation, preloaded (LD_PRELOAD) into every process a pod runs.
 //
 // On a cluster each pod has its own network namespace: a server that binds the wildcard address
-// (0.0.0.0 or ::) listens on the pod's own IP only, so every pod can use the same port. kubesim's
-// pods all share this machine's network, each with its own loopback pod IP (127.0.x.y). This
+// (0.0.0.0 or ::) listens on the pod's own IP only, so every pod can use the same port. The node
+// agent's pods all share this machine's network, each with its own loopback pod IP (127.K.x.y). This
 // shim gives them the part of a network namespace that matters for that: bind() to the wildcard
-// address becomes bind() to the pod IP from KUBESIM_POD_IP (for an IPv6 socket that also accepts
-// IPv4, the IPv4-mapped form ::ffff:127.0.x.y), and connect() to the unspecified address (which
+// address becomes bind() to the pod IP from TRAINBENCH_POD_IP (for an IPv6 socket that also accepts
+// IPv4, the IPv4-mapped form ::ffff:127.K.x.y), and connect() to the unspecified address (which
 // Linux takes to mean "this host", as TCPStore's server does to reach itself) goes to the pod IP.
 // Everything else is passed through unchanged (127.0.0.1 stays this machine's loopback, where
-// kubesim itself listens); with no KUBESIM_POD_IP the shim does nothing. See README.md.
+// the API server and the agent listen); with no TRAINBENCH_POD_IP the shim does nothing. See tests/nodeagent/README.md.
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <netinet/in.h>
@@ -21,7 +21,7 @@ namespace {
 using sock_fn = int (*)(int, const sockaddr*, socklen_t);
 
 bool pod_ipv4(in_addr* out) {
-  const char* ip = std::getenv("KUBESIM_POD_IP");
+  const char* ip = std::getenv("TRAINBENCH_POD_IP");
   return ip != nullptr && *ip != '\0' && inet_pton(AF_INET, ip, out) == 1;
 }
 

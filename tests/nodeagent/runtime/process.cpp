@@ -170,7 +170,7 @@ CommandResult run_command(const std::vector<std::string>& argv) {
     if (nul >= 0) dup2(nul, 0);
     dup2(out[1], 1);
     dup2(err[1], 2);
-    child::close_on_exec_all();  // kubesim's sockets and locks stay with kubesim
+    child::close_on_exec_all();  // our sockets and locks stay with us
     execvp(cargv[0], cargv.data());
     _exit(127);
   }

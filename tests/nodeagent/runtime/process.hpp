@@ -45,7 +45,7 @@ struct CommandResult {
   std::string err;
 };
 
-/// Runs a helper program (PATH searched in kubesim's own environment, signals unblocked) and
+/// Runs a helper program (PATH searched in this program's own environment, signals unblocked) and
 /// waits for it, capturing stdout and stderr.
 CommandResult run_command(const std::vector<std::string>& argv);
 

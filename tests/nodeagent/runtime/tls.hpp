@@ -1,6 +1,6 @@
 #pragma once
 
-// Test PKI made with the OpenSSL API: kubesim's CA and server certificate for
+// Test PKI made with the OpenSSL API: a CA and server certificate (kubesim's, historically) for
 // 127.0.0.1/localhost, written as PEM files into its directory; a node agent's serving
 // certificate for its InternalIP and its client certificate, signed by the cluster's CA.
 

@@ -1,6 +1,6 @@
 #pragma once
 
-// Small helpers of the node runtime (and of kubesim, whose util.hpp takes them from here): time
+// Small helpers of the node runtime: time
 // stamps in the API's formats, base64, string splitting, JSON paths, whole-file reads and
 // atomic writes.
 

@@ -1,13 +1,13 @@
-# --images buildah (root only): a pod runs in its image's root filesystem, as kubesim's image
-# mode runs it: the image's user, the pod's hostname and /etc/hosts, the ServiceAccount volume
+# --images buildah (root only): a pod runs in its image's root filesystem: the image's user, the pod's hostname and /etc/hosts, the ServiceAccount volume
 # the API server's admission added mounted where the pod says, the termination log at
 # /dev/termination-log; SIGTERM leaves no working container and no mount.
-# The image is kubesim's test image (the ctest fixture kubesim.test_image makes it).
-image=kubesim-test/shell:1
+# The image is the test image the ctest fixture nodeagent.test_image makes (make_test_image.sh);
+# cases/image-security.sh tests the rest of image mode.
+image=nodeagent-test/shell:1
 [ "$(id -u)" = 0 ] || { echo "SKIP: image mode needs root"; exit 77; }
 command -v buildah >/dev/null || { echo "SKIP: no buildah"; exit 77; }
 buildah --storage-driver vfs inspect --type image "localhost/$image" >/dev/null 2>&1 ||
-  { echo "SKIP: no test image localhost/$image (ctest -R kubesim.test_image makes it)"; exit 77; }
+  { echo "SKIP: no test image localhost/$image (ctest -R nodeagent.test_image makes it)"; exit 77; }
 start_agent n1 --images buildah
 pid=$agent_pid
 wait_for 30 node_ready n1 || fail "node n1 not Ready"

@@ -36,7 +36,40 @@ echo "ok: Succeeded, exit 0, env $want"
 bad=$(kc -n "$ns" get pod bad -o json)
 jq -e '.status.containerStatuses[0].state.terminated | .exitCode == 3 and .reason == "Error" and .message == "it broke\n"' \
   >/dev/null <<<"$bad" || fail "bad: $(jq -c .status.containerStatuses <<<"$bad")"
-echo "bad: Failed, exit 3, termination message 'it broke'"
+[ "$(kc -n "$ns" logs bad)" = failing ] || fail "bad's log: '$(kc -n "$ns" logs bad)'"
+echo "bad: Failed, exit 3, termination message 'it broke', log 'failing'"
+# The node's and its pods' addresses come from the agent's own block 127.K.0.0/16, K >= 1
+# (runtime/netblock.hpp): the node is 127.K.0.10.
+block=${host%.0.10}
+[ "$host" = "$block.0.10" ] && [ "$block" != 127.0 ] && [[ $ip == "$block".* ]] ||
+  fail "podIP $ip, hostIP $host: not one block 127.K.0.0/16, K >= 1"
+echo "addresses: node $host, pod $ip"
+
+# Secrets in env, $(VAR) expansion, the ServiceAccount files, the API server's address.
+kc -n "$ns" create secret generic creds --from-literal=pw=hunter2 >/dev/null
+pod envx n1 Never 'sa=$TRAINBENCH_SERVICEACCOUNT_DIR; echo "pw=$PW x=$(X2) ns=$(cat "$sa/namespace")"
+test -s "$sa/ca.crt" && test -s "$sa/token" && echo sa-ok
+[ -n "$KUBERNETES_SERVICE_HOST" ] && [ -n "$KUBERNETES_SERVICE_PORT" ] && echo api-ok' "$(cat <<'YAML'
+    env:
+    - {name: X, value: expanded}
+    - {name: X2, value: "$(X)-twice"}
+    - name: PW
+      valueFrom: {secretKeyRef: {name: creds, key: pw}}
+YAML
+)"
+wait_for 60 phase_is envx Succeeded || fail "envx: $(kc -n "$ns" get pod envx -o jsonpath='{.status}')"
+got=$(kc -n "$ns" logs envx | tr '\n' '|')
+[ "$got" = "pw=hunter2 x=expanded-twice ns=$ns|sa-ok|api-ok|" ] || fail "envx: '$got'"
+echo "envx: $got"
+
+# A container killed from outside (SIGKILL) fails with 137.
+pod victim n1 Never ": marker-$ns-victim; while true; do sleep 0.2; done"
+wait_for 60 eval 'phase_is victim Running && pgrep -f "marker-$ns-victim" >/dev/null' || fail "victim not Running"
+pkill -KILL -f "marker-$ns-victim"
+wait_for 60 phase_is victim Failed || fail "victim: $(kc -n "$ns" get pod victim -o jsonpath='{.status}')"
+code=$(kc -n "$ns" get pod victim -o jsonpath='{.status.containerStatuses[0].state.terminated.exitCode}')
+[ "$code" = 137 ] || fail "victim: exit code '$code'"
+echo "victim: SIGKILLed, Failed, exit 137"
 
 token=$(sed -n 's/^token=//p' <<<"$log")
 server=$(cat "$CONTROLPLANE_DIR/url")
