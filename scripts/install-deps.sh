@@ -20,7 +20,6 @@ PKGS=(
   chromium                          # tests/docs: the scaling plot rendered headless to PNG
   procps                            # pgrep/ps, used by the process-leak tests
   curl jq                           # the e2e tests: the fault proxy's admin API, the audit log
-  prometheus                        # a real Prometheus (2.42) + promtool for the metrics e2e test
   python3                           # helm's layer.zip is unpacked with zipfile; test helpers
   clang-14 libclang-rt-14-dev       # fuzz/: libFuzzer + ASan/UBSan runtimes (build-fuzz/)
   buildah mmdebstrap                # tests/images: the images built for real (scripts/images.sh)
