@@ -27,8 +27,9 @@ cleanup() {
     # are still filling, and it refuses for a moment what the Role grants: a verb the chart
     # lacks is refused every time.)
     local denied
-    denied=$(jq -sc --arg u "system:serviceaccount:$NS:${OPERATOR_SA:-}" '[.[] | select(.stage == "ResponseComplete"
-      and .user.username == $u) | {verb, resource: .objectRef.resource, subresource: .objectRef.subresource,
+    # A watch still open has only its ResponseStarted entry (200) so far.
+    denied=$(jq -sc --arg u "system:serviceaccount:$NS:${OPERATOR_SA:-}" '[.[] | select((.stage == "ResponseComplete"
+      or .stage == "ResponseStarted") and .user.username == $u) | {verb, resource: .objectRef.resource, subresource: .objectRef.subresource,
       code: .responseStatus.code}] | (map(select(.code < 300) | del(.code)) | unique) as $granted |
       map(select(.code == 403) | del(.code)) | unique | map(select(. as $d | $granted | index([$d]) | not)) | .[]' \
       "$CONTROLPLANE_DIR/audit.log")
