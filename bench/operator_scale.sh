@@ -1,49 +1,115 @@
 #!/usr/bin/env bash
-# The operator at scale, against kubesim with its fake kubelet (pods are Running at once and run
-# nothing), as issue 3 asks:
-#   1. a 128-pod run (1 master + 127 trainers): time from the job's creation to the last pod's
-#      creation, and to the run being Running; the API requests the operator made for it;
-#   2. operator memory (VmRSS, VmHWM) with 1000 jobs of 2 pods each.
-# Times and request counts come from kubesim's audit log (one line per request, microsecond
-# timestamps). Prints Markdown for docs/performance.md.
+# The operator at scale (issue 3), on the real control plane of tests/controlplane (etcd,
+# kube-apiserver, kube-controller-manager, kube-scheduler) with simulated nodes: node agents
+# (tests/nodeagent) with `--pods simulated`, which report a bound pod Running and Ready at once
+# and run nothing. It starts a control plane of its own in a temporary directory, installs the
+# chart with the real helm (the CRD, the ServiceAccount and RBAC; replicaCount 0), runs
+# trainbench-operator here under the chart's ServiceAccount with the chart's flags, and measures:
+#   1. a 128-pod run (1 master + 127 trainers): from the job's creation to the last pod's
+#      creation, to the last pod bound by the real scheduler, to the last pod reported Running
+#      by its node, and to the run's Running in the job's status; the API requests the operator
+#      made for it;
+#   2. operator memory (VmRSS, VmHWM) with JOBS jobs of 2 pods each, and how long they took.
+# Times and request counts come from the real API server's audit log ($CONTROLPLANE_DIR/audit.log:
+# JSON lines, level Metadata; each request's ResponseComplete stage, its stageTimestamp, in
+# microseconds, is when it was answered; the operator's requests are those whose userAgent is
+# trainbench-operator). Stops everything at exit and removes its directory. Prints Markdown for
+# docs/performance.md ("The operator at scale").
 #
 #   bash bench/operator_scale.sh [build-dir] [jobs]
+# Environment: NODES (simulated nodes, default 8), MAX_PODS (each node's pod capacity, default
+# 300), HELM (default .tools/helm/helm), CONTROLPLANE_BIN (default: scripts/controlplane.sh --path),
+# OPERATOR_ARGS (flags after the chart's, which they override; e.g. --progress-interval=0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+REPO=$PWD
 BUILD=$(realpath "${1:-build}")
 JOBS=${2:-1000}
+NODES=${NODES:-8}
+MAX_PODS=${MAX_PODS:-300}
+HELM=${HELM:-$REPO/.tools/helm/helm}
 PY=/usr/bin/python3
-WORK=$(mktemp -d)
+NODEAGENT=$BUILD/tests/nodeagent/trainbench-nodeagent
+OPERATOR=$BUILD/operator/trainbench-operator
+for b in "$NODEAGENT" "$OPERATOR" "$HELM"; do [ -x "$b" ] || { echo "missing $b" >&2; exit 1; }; done
+[ $((NODES * MAX_PODS)) -ge $((2 * JOBS)) ] || { echo "NODES x MAX_PODS < 2 x JOBS pods" >&2; exit 1; }
+export CONTROLPLANE_BIN=${CONTROLPLANE_BIN:-$(bash scripts/controlplane.sh --path)}  # before HOME moves
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/operator-scale.XXXXXX")
+CP=$WORK/cp
 export HOME="$WORK/home" KUBECACHEDIR="$WORK/kubecache"
 mkdir -p "$HOME"
 PIDS=()
 cleanup() {
+  local rc=$? p
   for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  if [ $rc != 0 ]; then
+    for f in "$WORK"/operator.log "$WORK"/node-1.log "$WORK"/chart.log; do
+      [ -f "$f" ] && { echo "---- $(basename "$f") (tail)"; tail -n 15 "$f"; }
+    done >&2
+  fi
+  [ ! -d "$CP" ] || bash tests/controlplane/controlplane.sh stop "$CP" >/dev/null 2>&1 || true
   rm -rf "$WORK"
+  exit $rc
 }
 trap cleanup EXIT
+say() { echo "operator_scale: $*" >&2; }
+wait_for() {  # wait_for SECONDS CMD...
+  local end=$((SECONDS + $1)); shift
+  until "$@" >/dev/null 2>&1; do [ $SECONDS -lt $end ] || return 1; sleep 0.5; done
+}
 
-"$BUILD/tests/kubesim/kubesim" --listen 127.0.0.1:0 --dir "$WORK/sim" --kubelet fake \
-  --watch-history 200000 >"$WORK/sim.out" 2>"$WORK/sim.log" &
-PIDS+=($!)
-for _ in $(seq 1 100); do grep -q "kubesim ready" "$WORK/sim.out" 2>/dev/null && break; sleep 0.1; done
-export KUBECONFIG="$WORK/sim/kubeconfig"
-kubectl apply -f crds/trainbench.dev_benchmarkjobs.yaml >/dev/null
-until kubectl get bj >/dev/null 2>&1; do sleep 0.2; done
+# ---- the control plane, the chart, the nodes, the operator ----
+bash tests/controlplane/controlplane.sh start "$CP" >"$WORK/controlplane.log" 2>&1 ||
+  { cat "$WORK/controlplane.log" >&2; exit 1; }
+export KUBECONFIG=$CP/kubeconfig CONTROLPLANE_DIR=$CP PATH="$CP/bin:$PATH"
+HELM=$HELM REPO=$REPO bash tests/controlplane/chart_install.sh >"$WORK/chart.log" 2>&1
+say "control plane $(cat "$CP/url") ($(kubectl version -o json | jq -r .serverVersion.gitVersion)), chart installed"
 
+for i in $(seq 1 "$NODES"); do
+  mkdir -p "$WORK/nodes/$i"
+  "$NODEAGENT" --controlplane "$CP" --node "sim-$i" --dir "$WORK/nodes/$i" --pods simulated \
+    --max-pods "$MAX_PODS" --cpus 64 --memory $((512 << 30)) >"$WORK/node-$i.log" 2>&1 &
+  PIDS+=($!)
+done
+nodes_ready() {
+  [ "$(kubectl get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' |
+    grep -c '^True$')" -ge "$NODES" ]
+}
+wait_for 120 nodes_ready || { say "nodes not Ready"; exit 1; }
+
+# The operator under the chart's ServiceAccount (a TokenRequest token), with the chart's flags
+# but for the listen addresses (loopback, ports of the kernel's choice), as tests/operator/e2e do.
+NS_OP=trainbench-system
+sa=$(kubectl -n $NS_OP get serviceaccount -l app.kubernetes.io/instance=trainbench -o jsonpath='{.items[0].metadata.name}')
+token=$(kubectl -n $NS_OP create token "$sa" --duration 4h)
+printf '%s\n' "apiVersion: v1" "kind: Config" \
+  "clusters: [{name: c, cluster: {server: \"$(cat "$CP/url")\", certificate-authority: \"$CP/pki/ca.crt\"}}]" \
+  "users: [{name: $sa, user: {token: \"$token\"}}]" \
+  "contexts: [{name: c, context: {cluster: c, user: $sa, namespace: $NS_OP}}]" "current-context: c" \
+  >"$WORK/operator.kubeconfig"
+mapfile -t CHART_FLAGS < <(kubectl -n $NS_OP get deployment -l app.kubernetes.io/instance=trainbench \
+  -o jsonpath='{range .items[0].spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}' |
+  grep -v -e '^--metrics-bind-address' -e '^--health-probe-bind-address')
 OPERATOR_ARGS=(${OPERATOR_ARGS:-})
-"$BUILD/operator/trainbench-operator" --kubeconfig "$KUBECONFIG" --leader-elect=false "${OPERATOR_ARGS[@]}" \
-  >"$WORK/operator.log" 2>&1 &
+"$OPERATOR" --kubeconfig "$WORK/operator.kubeconfig" "${CHART_FLAGS[@]}" --metrics-bind-address 127.0.0.1:0 \
+  --health-probe-bind-address 127.0.0.1:0 "${OPERATOR_ARGS[@]}" >"$WORK/operator.log" 2>&1 &
 OP=$!
 PIDS+=($OP)
-sleep 2  # informers synced
+wait_for 30 grep -q "serving /healthz and /readyz on" "$WORK/operator.log" || { say "operator did not start"; exit 1; }
+probe=$(sed -n 's|.*serving /healthz and /readyz on ||p' "$WORK/operator.log" | head -1)
+ready() { [ "$(curl -sf "http://$probe/readyz")" = ok ]; }  # leading, informers synced
+wait_for 60 ready || { say "operator not ready"; exit 1; }
+say "$NODES simulated nodes (max-pods $MAX_PODS), operator ready: ${CHART_FLAGS[*]} ${OPERATOR_ARGS[*]}"
 
+kubectl create namespace bench >/dev/null
+until kubectl -n bench get serviceaccount default >/dev/null 2>&1; do sleep 0.2; done
 job() {  # job NAME NODES
   cat <<YAML
 apiVersion: trainbench.dev/v1alpha1
 kind: BenchmarkJob
-metadata: {name: $1}
+metadata: {name: $1, namespace: bench}
 spec:
   benchmark: {model: mlp, measureSteps: 10}
   sweep:
@@ -52,44 +118,113 @@ spec:
 ---
 YAML
 }
-
-run_phase() { kubectl get bj "$1" -o jsonpath='{.status.runs[0].phase}' 2>/dev/null; }
+run_phase() { kubectl -n bench get bj "$1" -o jsonpath='{.status.runs[0].phase}' 2>/dev/null; }
+now() { date +%s.%N; }
 
 # ---- 1. one 128-pod run ----
 job big 127 | kubectl create -f - >/dev/null
-until [ "$(run_phase big)" = Running ]; do sleep 0.1; done
+end=$((SECONDS + 300))
+until [ "$(run_phase big)" = Running ]; do
+  [ $SECONDS -lt $end ] || { say "the 128-pod run not Running in 300 s"; exit 1; }
+  sleep 0.1
+done
+seen=$(now)
 sleep 1
-$PY - "$WORK/sim/audit.log" <<'PY'
+$PY - "$CP/audit.log" "$seen" <<'PY'
 import json, sys, collections
-from datetime import datetime
-def ts(e): return datetime.strptime(e["ts"], "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
-log = [json.loads(l) for l in open(sys.argv[1])]
-created = next(e for e in log if e["verb"] == "create" and e["resource"] == "benchmarkjobs" and e["code"] == 201)
+from datetime import datetime, timezone
+def ts(e, k="stageTimestamp"):
+    return datetime.strptime(e[k], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
+seen = float(sys.argv[2])
+log = [e for e in map(json.loads, open(sys.argv[1])) if e.get("stage") == "ResponseComplete"]
+ref = lambda e, k: (e.get("objectRef") or {}).get(k, "")
+code = lambda e: (e.get("responseStatus") or {}).get("code")
+def is_(e, verb, res, sub=""):
+    return e["verb"] == verb and ref(e, "resource") == res and ref(e, "subresource") == sub and ref(e, "namespace") == "bench"
+created = next(e for e in log if is_(e, "create", "benchmarkjobs") and ref(e, "name") == "big" and code(e) == 201)
 t0 = ts(created)
-pods = [e for e in log if e["verb"] == "create" and e["resource"] == "pods" and e["code"] == 201]
-ops = [e for e in log if e["userAgent"].startswith("trainbench-operator") and ts(e) >= t0 and e["verb"] != "watch"]
-running = [e for e in ops if e["resource"] == "benchmarkjobs" and e["subresource"] == "status"]
+pods = [e for e in log if is_(e, "create", "pods") and code(e) == 201 and ref(e, "name").startswith("big-")]
+names = {ref(e, "name") for e in pods}
+bound = [e for e in log if is_(e, "create", "pods", "binding") and code(e) == 201 and ref(e, "name") in names]
+first_status = {}
+for e in log:
+    if is_(e, "patch", "pods", "status") and e["user"]["username"].startswith("system:node:") and ref(e, "name") in names:
+        first_status.setdefault(ref(e, "name"), e)
+op = lambda e: e.get("userAgent", "").startswith("trainbench-operator")
+ops = [e for e in log if op(e) and t0 <= ts(e, "requestReceivedTimestamp") <= seen + 1 and e["verb"] != "watch"
+       and ref(e, "resource") != "leases"]
+running = [e for e in ops if ref(e, "resource") == "benchmarkjobs" and ref(e, "subresource") == "status" and ts(e) <= seen]
+last = lambda es: max(ts(e) for e in es) - t0
 print("| measure | value |")
 print("| --- | --- |")
-print(f"| pods created | {len(pods)} |")
-print(f"| job created -> last pod created | {ts(pods[-1]) - t0:.3f} s |")
+print(f"| pods created / bound / reported Running | {len(pods)} / {len(bound)} / {len(first_status)} |")
+first = min(ts(e, "requestReceivedTimestamp") for e in pods) - t0
+lat = sorted(ts(e) - ts(e, "requestReceivedTimestamp") for e in pods)
+print(f"| job created -> first pod create sent | {first:.3f} s |")
+print(f"| job created -> last pod created | {last(pods):.3f} s |")
+print(f"| API server time per pod create (received -> answered): median, p90 | "
+      f"{lat[len(lat) // 2] * 1000:.1f} ms, {lat[len(lat) * 9 // 10] * 1000:.1f} ms |")
+print(f"| job created -> last pod bound (kube-scheduler) | {last(bound):.3f} s |")
+print(f"| job created -> last pod reported Running by its node | {last(first_status.values()):.3f} s |")
 print(f"| job created -> run Running written to status | {ts(running[-1]) - t0:.3f} s |")
 print(f"| API requests by the operator for the job | {len(ops)} (pods + {len(ops) - len(pods)}) |")
-by = collections.Counter(f'{e["verb"]} {e["resource"]}{"/" + e["subresource"] if e["subresource"] else ""}' for e in ops)
+by = collections.Counter(f'{e["verb"]} {ref(e, "resource")}{"/" + ref(e, "subresource") if ref(e, "subresource") else ""}'
+                         for e in ops)
 print("| of which | " + ", ".join(f"{k}: {v}" for k, v in sorted(by.items())) + " |")
+refused = [e for e in log if op(e) and code(e) == 403]
+if refused:
+    print(f"| refused (403) | {len(refused)} |")
 PY
 
 # ---- 2. memory with many jobs ----
-kubectl delete bj big --wait=true >/dev/null
+kubectl -n bench delete bj big --wait=true >/dev/null
+no_pods() { [ -z "$(kubectl -n bench get pods -o name)" ]; }
+wait_for 120 no_pods || { say "the 128 pods did not go"; exit 1; }
+sleep 2
 rss() { awk '/^VmRSS/{print $2}' /proc/$OP/status; }
 hwm() { awk '/^VmHWM/{print $2}' /proc/$OP/status; }
 echo
-echo "| jobs | operator VmRSS | VmHWM | seconds to all Running |"
-echo "| --- | --- | --- | --- |"
-echo "| 0 | $(( $(rss) / 1024 )) MiB | $(( $(hwm) / 1024 )) MiB | |"
+echo "| jobs | operator VmRSS | VmHWM | seconds to all Running | ... to all pods bound / reported Running |"
+echo "| --- | --- | --- | --- | --- |"
+echo "| 0 | $(($(rss) / 1024)) MiB | $(($(hwm) / 1024)) MiB | | |"
 for i in $(seq 1 "$JOBS"); do job "j$i" 1; done >"$WORK/many.yaml"
-start=$SECONDS
+start=$(now)
+start_s=$SECONDS
 kubectl create -f "$WORK/many.yaml" >/dev/null
-running_jobs() { kubectl get bj -o jsonpath='{range .items[*]}{.status.runs[0].phase}{"\n"}{end}' | grep -c '^Running$' || true; }
-until [ "$(running_jobs)" -ge "$JOBS" ]; do sleep 2; done
-echo "| $JOBS | $(( $(rss) / 1024 )) MiB | $(( $(hwm) / 1024 )) MiB | $((SECONDS - start)) |"
+running_jobs() {
+  kubectl -n bench get bj -o jsonpath='{range .items[*]}{.status.runs[0].phase}{"\n"}{end}' | grep -c '^Running$' || true
+}
+next_report=$((SECONDS + 60))
+until [ "$(running_jobs)" -ge "$JOBS" ]; do
+  [ $((SECONDS - start_s)) -lt $((JOBS * 4 + 300)) ] || { say "not all $JOBS jobs Running"; exit 1; }
+  if [ $SECONDS -ge $next_report ]; then
+    say "$(running_jobs) of $JOBS jobs Running after $((SECONDS - start_s)) s; operator VmRSS $(($(rss) / 1024)) MiB"
+    next_report=$((SECONDS + 60))
+  fi
+  sleep 3
+done
+took=$($PY -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.0f}')" "$start" "$(now)")
+pods_at=$($PY - "$CP/audit.log" "$start" <<'PY'
+import json, sys
+from datetime import datetime, timezone
+ts = lambda e: datetime.strptime(e["stageTimestamp"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
+t0 = float(sys.argv[2])
+bound, reported = [], {}
+for e in map(json.loads, open(sys.argv[1])):
+    o = e.get("objectRef") or {}
+    if e.get("stage") != "ResponseComplete" or o.get("namespace") != "bench" or not o.get("name", "").startswith("j"):
+        continue
+    if e["verb"] == "create" and o.get("subresource") == "binding" and e["responseStatus"]["code"] == 201:
+        bound.append(ts(e))
+    elif e["verb"] == "patch" and o.get("subresource") == "status" and e["user"]["username"].startswith("system:node:"):
+        reported.setdefault(o["name"], ts(e))
+print(f"{max(bound) - t0:.0f} s ({len(bound)}) / {max(reported.values()) - t0:.0f} s ({len(reported)})")
+PY
+)
+echo "| $JOBS | $(($(rss) / 1024)) MiB | $(($(hwm) / 1024)) MiB | $took | $pods_at |"
+# The operator's own account of its work (its /metrics): reconciles and their mean duration.
+metrics=$(sed -n 's|.*serving metrics on \(.*\)/metrics|\1|p' "$WORK/operator.log" | head -1)
+curl -sf "http://$metrics/metrics" | awk '
+  /^trainbench_operator_reconcile_duration_seconds_count/ {n = $2}
+  /^trainbench_operator_reconcile_duration_seconds_sum/ {s = $2}
+  END {if (n) printf "\noperator: %d reconciles since its start, mean %.1f ms\n", n, 1000 * s / n}'

@@ -53,7 +53,7 @@ NodeFacts Agent::node_facts() const {
   f.memory = opts_.memory > 0 ? opts_.memory : machine_memory();
   f.max_pods = opts_.max_pods;
   f.gpus = opts_.gpus;
-  f.runtime = images_ ? "buildah" : "process";
+  f.runtime = opts_.pods == PodMode::kSimulated ? "simulated" : images_ ? "buildah" : "process";
   return f;
 }
 
@@ -63,14 +63,15 @@ void Agent::start() {
   const NodeFacts facts = node_facts();
   const nlohmann::json node = register_node(*client_, facts);
   const std::string uid = node.value("metadata", nlohmann::json::object()).value("uid", "");
-  const auto dns = cluster_dns_config(opts_);
+  // Simulated pods run nothing, so nothing resolves service names: no cluster-wide watches.
+  const auto dns = opts_.pods == PodMode::kSimulated ? std::nullopt : cluster_dns_config(opts_);
   view_ = std::make_unique<ApiView>(client_, dns ? std::make_shared<const kube::Client>(*dns) : nullptr,
                                     opts_.pod_api_server);
   view_->start();
   events_ = std::make_unique<EventRecorder>(client_, opts_.node);
   events_->start();
   pods_ = std::make_unique<NodePods>(client_, NodePodsConfig{opts_.node, node_ip_, opts_.dir + "/pods", block_.prefix(),
-                                                             runner_options()},
+                                                             runner_options(), opts_.pods == PodMode::kSimulated},
                                      *view_, *events_);
   pods_->start();
   logs_ = std::make_unique<LogServer>(

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "kube/errors.hpp"
+#include "runtime/simulated_run.hpp"
 #include "service_account_token.hpp"
 
 namespace nodeagent {
@@ -78,7 +79,12 @@ void NodePods::handle(const json& pod) {
     }
     return;
   }
-  if (is_deleting(pod)) {
+  if (is_deleting(pod) && run->fake) {
+    if (noderuntime::stop_simulated(*run, SIGTERM)) {  // once: its last status, then the deletion
+      runner_.publish(run);
+      finish_deletion(ns, name, uid);
+    }
+  } else if (is_deleting(pod)) {
     const double grace = static_cast<double>(pod["metadata"].value("deletionGracePeriodSeconds", 0LL));
     if (runner_.delete_requested(run, grace)) finish_deletion(ns, name, uid);
   }
@@ -93,6 +99,12 @@ void NodePods::removed(const json& pod) {
 void NodePods::start_run(const json& pod) {
   RunPtr run = noderuntime::make_pod_run(pod, config_.pods_dir, registry_.allocate_ip(), config_.node_ip);
   run->runtime = "nodeagent";
+  if (config_.simulated) {  // no thread: Running at once
+    noderuntime::start_simulated(*run);
+    registry_.add(run);
+    runner_.publish(run);
+    return;
+  }
   registry_.add(run);
   {
     std::lock_guard<std::mutex> lock(threads_mu_);

@@ -5,7 +5,9 @@
 // agent as its host: statuses through a StatusWriter, Events through the EventRecorder, tokens
 // from TokenRequest, objects through ApiView. A pod being deleted is stopped (SIGTERM, SIGKILL
 // after min(grace, --max-grace)) and then deleted with gracePeriodSeconds=0 and its uid as a
-// precondition, as the kubelet's status manager finishes a deletion.
+// precondition, as the kubelet's status manager finishes a deletion. With `simulated` nothing
+// runs (runtime/simulated_run.hpp): a pod is reported Running and Ready when it is bound, its
+// containers end on SIGTERM when it is deleted, with no thread, token, Event or log.
 
 #include <atomic>
 #include <condition_variable>
@@ -30,6 +32,7 @@ struct NodePodsConfig {
   std::string pods_dir;   ///< each pod's directory goes here (NS_NAME_UID)
   std::string ip_prefix;  ///< the node's NetBlock ("127.K.")
   noderuntime::RunnerOptions runner;
+  bool simulated = false;  ///< --pods simulated
 };
 
 class NodePods : public noderuntime::PodHost {

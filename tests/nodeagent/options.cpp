@@ -16,7 +16,7 @@ namespace {
                "usage: trainbench-nodeagent (--controlplane DIR | --kubeconfig FILE --ca-cert FILE --ca-key FILE)\n"
                "         --node NAME --dir DIR [--dns-kubeconfig FILE]\n"
                "         [--label K=V]... [--taint K[=V]:EFFECT]... [--gpus N] [--cpus N] [--memory BYTES]\n"
-               "         [--max-pods N] [--pod-api-server HOST:PORT]\n"
+               "         [--max-pods N] [--pod-api-server HOST:PORT] [--pods run|simulated]\n"
                "         [--net-block K] [--port PORT] [--max-grace SECONDS] [--dns-wait SECONDS]\n"
                "         [--lease-interval SECONDS] [--status-interval SECONDS] [--podnet-lib PATH]\n"
                "         [--images buildah [--image-storage-root DIR] [--image-run-root DIR]\n"
@@ -29,6 +29,12 @@ void add_label(Options& o, const std::string& kv) {
   const auto eq = kv.find('=');
   if (eq == std::string::npos || eq == 0) usage("--label wants KEY=VALUE, got " + kv);
   o.labels[kv.substr(0, eq)] = kv.substr(eq + 1);
+}
+
+PodMode pod_mode(const std::string& v) {
+  if (v == "run") return PodMode::kRun;
+  if (v == "simulated") return PodMode::kSimulated;
+  usage("--pods must be run or simulated, got " + v);
 }
 
 /// One flag with its value; false when `flag` is not one of these.
@@ -56,6 +62,7 @@ bool take(Options& o, std::string& images, noderuntime::ImageStoreOptions& store
   else if (flag == "--status-interval") o.status_interval_s = std::stod(v);
   else if (flag == "--podnet-lib") o.podnet_library = v;
   else if (flag == "--images") images = v;
+  else if (flag == "--pods") o.pods = pod_mode(v);
   else if (flag == "--image-storage-root") store.root = v;
   else if (flag == "--image-run-root") store.run_root = v;
   else if (flag == "--image-storage-driver") store.driver = v;
@@ -109,6 +116,7 @@ Options parse_options(int argc, char** argv) {
                  "namespaces, overlayfs, pivot_root, setuid): it must run as root\n");
     std::exit(1);
   }
+  if (o.images && o.pods == PodMode::kSimulated) usage("--pods simulated runs no image: drop --images");
   return o;
 }
 

@@ -11,6 +11,10 @@
 
 namespace nodeagent {
 
+/// What the node does with the pods bound to it: run their containers (processes, or images
+/// with --images), or only report them running (runtime/simulated_run.hpp; scale tests).
+enum class PodMode { kRun, kSimulated };
+
 struct Options {
   std::string kubeconfig;  ///< the node's own credentials (controlplane.sh node-kubeconfig)
   /// A control plane of tests/controlplane/controlplane.sh: its URL and CA (DIR/url,
@@ -45,6 +49,7 @@ struct Options {
   double status_interval_s = 60;  ///< node status posted at least this often
   std::optional<std::string> podnet_library;  ///< nullopt: next to the binary, else where it is built
   std::optional<noderuntime::ImageStoreOptions> images;  ///< --images buildah
+  PodMode pods = PodMode::kRun;  ///< --pods run|simulated
 };
 
 /// Parses argv; exits 2 with a usage message on a bad command line.

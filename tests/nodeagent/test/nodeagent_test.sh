@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # trainbench-nodeagent against the real control plane (the ctest fixture `controlplane`):
-#   nodeagent_test.sh CASE   with CASE one of register, pods, logs, delete, lost, shutdown, images
+#   nodeagent_test.sh CASE   with CASE one of register, pods, logs, delete, lost, shutdown, simulated, images
 # Each case has a namespace and node names of its own (nodeagent-CASE-*), so cases run side by
 # side. Its nodes are tainted trainbench.dev/nodeagent-test=CASE:NoSchedule and its pods
 # tolerate that and select the node by name: no other test's pod lands here, none of ours there.

@@ -12,6 +12,7 @@
 #include "runtime/image_store.hpp"
 #include "runtime/pod_env.hpp"
 #include "runtime/pod_status.hpp"
+#include "runtime/simulated_run.hpp"
 
 using noderuntime::json;
 
@@ -78,6 +79,43 @@ class FakeCluster : public noderuntime::ClusterView {
 };
 
 }  // namespace
+
+TEST(NodeRuntimeUnits, SimulatedRunIsRunningAtOnceAndEndsOnDeletion) {
+  const json pod = {{"metadata", {{"name", "p"}, {"namespace", "ns"}, {"uid", "u1"}}},
+                    {"spec", {{"nodeName", "n1"}, {"restartPolicy", "Never"},
+                              {"initContainers", {{{"name", "setup"}, {"image", "busybox"}}}},
+                              {"containers", {{{"name", "main"}, {"image", "busybox"}}}}}}};
+  auto run = noderuntime::make_pod_run(pod, "/pods", "127.9.1.1", "127.9.0.10");
+  run->runtime = "nodeagent";
+  noderuntime::start_simulated(*run);
+  EXPECT_TRUE(run->fake);
+  auto report = noderuntime::pod_status_report(*run);
+  EXPECT_EQ(report.phase, "Running");
+  EXPECT_TRUE(report.ready);
+  EXPECT_TRUE(report.initialized);
+  json status = json::object();
+  ASSERT_TRUE(noderuntime::apply_pod_status(status, report));
+  EXPECT_EQ(status["podIP"], "127.9.1.1");
+  const json& main = status["containerStatuses"][0];
+  EXPECT_EQ(main["started"], true);
+  EXPECT_EQ(main["ready"], true);
+  EXPECT_EQ(main["containerID"], "nodeagent://u1-main");
+  EXPECT_TRUE(main["state"]["running"].contains("startedAt"));
+  EXPECT_EQ(status["initContainerStatuses"][0]["state"]["terminated"]["reason"], "Completed");
+  EXPECT_EQ(noderuntime::container_log_path(*run, "main"), "");  // nothing ran: no log
+  const std::string started = main["state"]["running"]["startedAt"];
+
+  EXPECT_TRUE(noderuntime::stop_simulated(*run, 15));
+  EXPECT_FALSE(noderuntime::stop_simulated(*run, 15));  // once
+  report = noderuntime::pod_status_report(*run);
+  EXPECT_EQ(report.phase, "Failed");  // 143: a program ended by SIGTERM
+  EXPECT_FALSE(report.ready);
+  ASSERT_TRUE(noderuntime::apply_pod_status(status, report));
+  const json& term = status["containerStatuses"][0]["state"]["terminated"];
+  EXPECT_EQ(term["exitCode"], 143);
+  EXPECT_EQ(term["startedAt"], started);
+  EXPECT_EQ(status["initContainerStatuses"][0]["state"]["terminated"]["exitCode"], 0);
+}
 
 TEST(NodeRuntimeUnits, ContainerEnvFromTheClusterView) {
   FakeCluster cluster;
