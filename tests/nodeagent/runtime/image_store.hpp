@@ -27,7 +27,7 @@ struct ImageStoreOptions {
   std::string run_root;        ///< --runroot ("": buildah's default)
   /// The program that owns the working containers: their names start with OWNER-rootfs-, and
   /// one whose PID no longer runs a program of this name (/proc/PID/comm) is stale.
-  std::string owner = "kubesim";
+  std::string owner = "trainbench-nodeagent";
 };
 
 /// What the runtime needs of an image: its resolved name and id, and its OCI config.

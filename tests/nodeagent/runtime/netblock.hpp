@@ -3,7 +3,7 @@
 // Each node agent on a machine owns one block of loopback addresses, 127.K.0.0/16 (K in
 // 1..254), for its node (127.K.0.10+i) and pods (127.K.1.1 ... 127.K.254.254), so that two of
 // them never hand out the same pod IP. A block is claimed with flock() on LOCK_DIR/K.lock
-// (default /tmp/kubesim-net, the name kept from kubesim, which shared it): atomic between
+// (default /tmp/trainbench-net): atomic between
 // processes, and released by the kernel when the process exits, however it exits (SIGKILL
 // included). Tests: test/netblock_test.cpp (NetBlock.*).
 
@@ -15,7 +15,7 @@ class NetBlock {
  public:
   static constexpr int kFirst = 1;
   static constexpr int kLast = 254;
-  static constexpr const char* kDefaultLockDir = "/tmp/kubesim-net";
+  static constexpr const char* kDefaultLockDir = "/tmp/trainbench-net";
 
   /// Claims block `k` (kFirst..kLast), or with k == 0 the first free one. Throws
   /// std::runtime_error when `k` is held by another process, or when every block is.

@@ -47,7 +47,7 @@ struct PodRun {
   bool done = false;
   bool fake = false;  ///< nothing runs (the node agent's --pods simulated)
   bool initialized = false;
-  std::string runtime = "kubesim";  ///< the scheme of containerIDs (runtime://ID); the node agent sets "nodeagent"
+  std::string runtime = "nodeagent";  ///< the scheme of containerIDs (runtime://ID)
 };
 
 using RunPtr = std::shared_ptr<PodRun>;

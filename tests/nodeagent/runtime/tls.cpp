@@ -112,7 +112,7 @@ Cert server_cert(EVP_PKEY* key, X509* ca, EVP_PKEY* ca_key, const char* cn, cons
 
 TlsFiles generate_test_pki(const std::string& dir) {
   Pkey ca_key = new_key();
-  Cert ca = new_cert(ca_key.get(), "kubesim-ca");
+  Cert ca = new_cert(ca_key.get(), "nodeagent-test-ca");
   X509_set_issuer_name(ca.get(), X509_get_subject_name(ca.get()));
   add_ext(ca.get(), ca.get(), NID_basic_constraints, "critical,CA:TRUE");
   add_ext(ca.get(), ca.get(), NID_key_usage, "critical,digitalSignature,keyCertSign,cRLSign");

@@ -16,7 +16,7 @@ struct TlsFiles {
   std::string server_key;   ///< DIR/server.key
 };
 
-/// Generates a fresh P-256 CA ("kubesim-ca") and a server certificate signed by it with SANs
+/// Generates a fresh P-256 CA ("nodeagent-test-ca") and a server certificate signed by it with SANs
 /// IP:127.0.0.1, IP:::1, DNS:localhost, DNS:kubernetes.default.svc; throws on failure.
 TlsFiles generate_test_pki(const std::string& dir);
 

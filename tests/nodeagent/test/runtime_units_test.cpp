@@ -1,4 +1,4 @@
-// Unit tests of the node runtime shared by kubesim and the node agent (tests/nodeagent/runtime).
+// Unit tests of the node agent's runtime (tests/nodeagent/runtime).
 
 #include <gtest/gtest.h>
 
