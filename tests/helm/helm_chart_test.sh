@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The Helm chart (helm/trainbench), checked with the real helm 3.17 and then run:
+# The Helm chart (helm/trainbench), checked with the real helm 3.17 and then run on the real
+# control plane (tests/controlplane: kube-apiserver, etcd, kube-controller-manager,
+# kube-scheduler), shared with the other tests of the ctest run:
 #
 #  1. metadata: appVersion = the project version, the chart's CRD byte-identical to crds/, the
 #     Dockerfiles' image names/tags/uid consistent with the chart and the operator;
@@ -8,25 +10,46 @@
 #     ports the flags open, args, RBAC kind per scope, the rules = docs/operator.md's table,
 #     Service/ServiceMonitor/PodMonitor wiring, dashboard ConfigMap); values.schema.json rejecting
 #     bad values;
-#  3. on kubesim (the API-server emulator; tests/kubesim): `helm install --wait` of the chart (its
-#     CRD from crds/, the manifest = what `helm template` rendered above), the operator pods made
-#     by the Deployment's ReplicaSet (kubesim's deployment and replicaset controllers; its
-#     kubelet runs the container's command with the pod's ServiceAccount token, in-cluster config,
-#     exactly the args the chart renders), `helm upgrade --set replicaCount=2` for two replicas
-#     (leader election, failover, the deleted leader replaced by a new standby), probes and
-#     /metrics on the named ports, BenchmarkJobs to Succeeded and to Failed, a worker scraped on
-#     the port the PodMonitor selects; from kubesim's audit log: the operator's ServiceAccount
-#     never got a 403, and every rule of the chart's RBAC was used (or is in UNUSED_OK below, with
-#     the reason); `helm uninstall` leaves no operator pod; then the same in namespace scope (Role
-#     only), installed with values-namespaced.yaml and uninstalled at the end.
+#  3. scope cluster: `helm install --wait` of the chart into the test's own namespace (the CRD,
+#     which the fixture's chart step installed from crds/, is found there and left alone; what
+#     helm installed = what `helm template` rendered), the operator pods made by the real
+#     Deployment and ReplicaSet controllers, bound by the real scheduler to the test's node
+#     agents (tests/nodeagent, process mode: the container's command `trainbench-operator` from
+#     PATH, with the pod's bound ServiceAccount token as in-cluster config, exactly the args the
+#     chart renders), `helm upgrade --set replicaCount=2` (leader election, failover, the deleted
+#     leader replaced by a new standby), /healthz, /readyz and /metrics on the named ports of the
+#     pod IPs, BenchmarkJobs to Succeeded and to Failed in a second namespace of the test (the
+#     operator watches only that one: `--namespace` in operator.extraArgs, so that it leaves the
+#     other tests' jobs alone; its ClusterRole and ClusterRoleBinding are the chart's), a worker
+#     scraped on the port the PodMonitor selects; the real RBAC escalation check (the operator
+#     may create a Role granting what it holds, not configmaps delete); from the real audit log
+#     (level Metadata): the operator's ServiceAccount was refused nothing while installed, every
+#     rule of the chart's RBAC was used (or is in UNUSED_OK below, with the reason) and every
+#     request it made is covered by a rule; `helm uninstall` leaves no operator pod, no workload,
+#     no ClusterRole or ClusterRoleBinding, and the CRD as it was (other tests use it);
+#  4. then the same in scope namespace (a Role only, no cluster-wide object), installed with
+#     values-namespaced.yaml into a third namespace: a job outside it is left alone, one inside
+#     runs; the operator made no request outside its namespace; scaled to zero, then uninstalled
+#     (docs/install.md's clean hand-over: the Lease released, nothing refused).
 #
-# Needs: KUBESIM, OPERATOR, BIN_DIRS (dirs with trainbench and trainbench-worker), CRD
-# (as tests/operator/e2e); HELM (default: $REPO/.tools/helm/helm, else helm on PATH;
-# scripts/fetch-helm.sh fetches it). Optional: REPO (default: this file's repository).
+# What the real server does that kubesim did not: `helm uninstall` deletes the Deployment and the
+# operator's RBAC in one go (helm's uninstall order, no wait between them), so the operator, told
+# to stop while its RoleBinding is already gone, is refused (403) when it releases its Lease:
+# the Lease (the operator made it, not helm) stays with the last holder until it expires. The
+# test allows that, and nothing else refused (docs/install.md, "Uninstall").
+#
+# Needs: OPERATOR, BIN_DIRS (dirs with trainbench and trainbench-worker), CRD, NODEAGENT,
+# CONTROLPLANE_DIR (a control plane of tests/controlplane/controlplane.sh with the chart's CRD
+# installed: tests/controlplane/chart_install.sh), HELM (default: $REPO/.tools/helm/helm, else
+# helm on PATH; scripts/fetch-helm.sh fetches it). Optional: REPO (default: this file's repository).
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=${REPO:-$(cd "$HERE/../.." && pwd)}
+E2E_BACKEND=controlplane
 # shellcheck source=../operator/e2e/lib.sh
 source "$REPO/tests/operator/e2e/lib.sh"
+[ -n "${CONTROLPLANE_DIR:-}" ] && [ -f "$CONTROLPLANE_DIR/kubeconfig" ] ||
+  fail "CONTROLPLANE_DIR='${CONTROLPLANE_DIR:-}' is no running control plane (tests/controlplane/controlplane.sh start DIR)"
+export PATH="$CONTROLPLANE_DIR/bin:$PATH"  # the kubectl of the server's release
 T0=$SECONDS
 
 CHART=$REPO/helm/trainbench
@@ -43,14 +66,32 @@ UNUSED_OK=(
   "|configmaps|patch"
 )
 
+# The test's namespaces on the shared control plane: NS holds the scope-cluster release (its
+# operator pods and Lease), JOBS_NS the jobs that operator runs, NSCOPE_NS the scope-namespace
+# release and its jobs. Release names are the test's own too: a scope-cluster release names its
+# ClusterRole and ClusterRoleBinding after itself. The nodes (NS-n1, NS-n2) take every pod of
+# the three namespaces (PodNodeSelector), and no other test's.
+NS=helm-chart-$$
+JOBS_NS=$NS-jobs
+NSCOPE_NS=$NS-ns
+REL=hc-$$
+NSREL=hcns-$$
+
 # On failure, the operator pods' logs go where lib.sh's cleanup prints them from.
 dump_operator_logs() {
-  for f in "$WORK"/sim/pods/*/operator.log; do
+  for f in "$WORK"/nodes/*/pods/*/operator.log; do
     [ -f "$f" ] && { echo "== $f"; tail -n 30 "$f"; }
   done >"$WORK/operator.log" 2>/dev/null || true
 }
-trap 'rc=$?; set +e; [ $rc -eq 0 ] || dump_operator_logs; (exit $rc); cleanup' EXIT
-
+# What lib.sh's cleanup does not know of: the releases' cluster-scoped objects, the other two
+# namespaces. (It deletes NS, stops the node agents and deletes their nodes.)
+cleanup_cluster_objects() {
+  [ -n "${NS_CREATED:-}" ] || return 0
+  "$KUBECTL" delete clusterrole,clusterrolebinding -l "app.kubernetes.io/instance in ($REL,$NSREL)" \
+    --ignore-not-found --wait=false >/dev/null 2>&1
+  "$KUBECTL" delete namespace "$JOBS_NS" "$NSCOPE_NS" --ignore-not-found --wait=false >/dev/null 2>&1
+}
+trap 'rc=$?; set +e; [ $rc -eq 0 ] || dump_operator_logs; cleanup_cluster_objects; (exit $rc); cleanup' EXIT
 # ---------------------------------------------------------------------------------------------
 # helm
 HELM_GIVEN=${HELM:-}
@@ -390,9 +431,26 @@ tar -xzOf "$tgz" trainbench/crds/trainbench.dev_benchmarkjobs.yaml | cmp -s - "$
 echo "static checks passed ($((SECONDS - T0)) s)"
 
 # ---------------------------------------------------------------------------------------------
-echo "== 3. the chart on kubesim, scope cluster"
+echo "== 3. the chart on the real control plane, scope cluster"
 BIN_DIRS="$BIN_DIRS:$(cd "$(dirname "$OPERATOR")" && pwd)"  # the operator pods run trainbench-operator from PATH
-start_kubesim
+cp "$CONTROLPLANE_DIR/kubeconfig" "$WORK/kubeconfig"
+export KUBECONFIG="$WORK/kubeconfig"
+# kubectl's namespace is JOBS_NS, where lib.sh's helpers (phase_is, no_pods_of, ...) look.
+"$KUBECTL" config set-context --current --namespace "$JOBS_NS" >/dev/null
+for n in "$NS" "$JOBS_NS" "$NSCOPE_NS"; do
+  kc create namespace "$n" >/dev/null
+  NS_CREATED=1
+  kc annotate namespace "$n" "scheduler.alpha.kubernetes.io/node-selector=trainbench.dev/e2e-namespace=$NS" >/dev/null
+done
+start_nodes --node n1 --node n2
+
+# The CRD is the fixture's (controlplane.chart installed it from the chart's crds/): helm finds it
+# at install and, crds/ being outside the release's manifest, never deletes it.
+crd_state() {
+  kc get crd benchmarkjobs.trainbench.dev -o jsonpath='{.metadata.uid} {.metadata.generation} {.status.conditions[?(@.type=="Established")].status}'
+}
+CRD_BEFORE=$(crd_state) || fail "no CRD benchmarkjobs.trainbench.dev: the fixture's chart step (tests/controlplane/chart_install.sh) did not run"
+[[ $CRD_BEFORE == *" True" ]] || fail "the CRD is not Established: $CRD_BEFORE"
 
 # helm_install RELEASE NAMESPACE FILE.json [helm args]: `helm install --wait` of the chart (helm
 # creates the CRD from crds/ first, or finds it there); what it installed must be what
@@ -401,7 +459,7 @@ helm_install() {
   local release=$1 ns=$2 f=$3
   shift 3
   "$HELM" install "$release" "$CHART" -n "$ns" --wait --timeout 120s "$@" >"$WORK/helm-$release.out" 2>&1 ||
-    fail "helm install $release: $(cat "$WORK/helm-$release.out")"
+    fail "helm install $release: $(cat "$WORK/helm-$release.out"; kc get pods -n "$ns" -o wide 2>&1)"
   "$HELM" get manifest "$release" -n "$ns" >"$WORK/r/$release.installed.yaml" || fail "helm get manifest $release"
   to_json "$WORK/r/$release.installed.yaml" | jq -S 'sort_by(.kind, .metadata.name)' >"$WORK/r/$release.installed.json"
   jq -S 'map(select(.kind != "CustomResourceDefinition")) | sort_by(.kind, .metadata.name)' "$f" >"$WORK/r/$release.rendered.json"
@@ -409,12 +467,44 @@ helm_install() {
     fail "helm install $release installed other objects than helm template rendered: $(diff "$WORK/r/$release.rendered.json" "$WORK/r/$release.installed.json" | head -n 20)"
 }
 # helm_uninstall RELEASE NAMESPACE SELECTOR: `helm uninstall --wait`; the garbage collector then
-# removes the Deployment's ReplicaSet and pods.
+# removes the Deployment's ReplicaSet and pods. Nothing the release made is left, in the namespace
+# or cluster-wide, and the CRD is as it was. Sets T_UNINSTALL (the audit log's time format).
 helm_uninstall() {
+  T_UNINSTALL=$(date -u +%Y-%m-%dT%H:%M:%S.%6NZ)
   "$HELM" uninstall "$1" -n "$2" --wait --timeout 60s >"$WORK/helm-uninstall-$1.out" 2>&1 ||
     fail "helm uninstall $1: $(cat "$WORK/helm-uninstall-$1.out")"
   wait_for 30 no_operator_pods "$2" "$3" || fail "helm uninstall $1 left operator pods: $(operator_pods "$2" "$3")"
-  expect "workloads left by helm uninstall $1" "$(kc get deployments,replicasets -n "$2" -o name)" ""
+  no_workloads() { [ -z "$(kc get deployments,replicasets -n "$1" -o name)" ]; }
+  wait_for 30 no_workloads "$2" || fail "workloads left by helm uninstall $1: $(kc get deployments,replicasets -n "$2" -o name)"
+  expect "objects of release $1 left in $2" \
+    "$(kc get serviceaccounts,roles,rolebindings,services,configmaps -n "$2" -l "app.kubernetes.io/instance=$1" -o name)" ""
+  expect "cluster-scoped objects of release $1 left" \
+    "$(kc get clusterroles,clusterrolebindings -l "app.kubernetes.io/instance=$1" -o name)" ""
+  expect "the CRD after helm uninstall $1 (uid, generation, Established)" "$(crd_state)" "$CRD_BEFORE"
+}
+# uninstall_refusals USER LEASE_NAMESPACE LEASE [clean]: helm uninstall deletes the Deployment and
+# the RBAC objects one after the other without waiting, so the operator, stopping, may be refused
+# (403) the release of its Lease: that and nothing else. Refused, the Lease keeps its holder (it
+# expires); released, the holder is empty. Either way the Lease stays: the operator made it, not
+# helm. With `clean` (scaled to zero before the uninstall) nothing at all may have been refused.
+uninstall_refusals() {
+  local refused holder
+  refused=$(audit_of "$1" | jq -r 'select(.code == 401 or .code == 403) | "\(.ts) \(.code) \(.verb) \(.apiGroup)|\(.resource)"')
+  [ "${4:-}" != clean ] || [ -z "$refused" ] || fail "$1 was refused, though stopped before helm uninstall: $refused"
+  while read -r ts code verb what; do
+    [ -n "$ts" ] || continue
+    [[ ! $ts < $T_UNINSTALL ]] || fail "$1 was refused before helm uninstall: $ts $code $verb $what"
+    [ "$code $what" = "403 coordination.k8s.io|leases" ] ||
+      fail "$1 was refused other than its Lease at helm uninstall: $code $verb $what"
+  done <<<"$refused"
+  holder=$(kc get lease -n "$2" "$3" -o jsonpath='{.spec.holderIdentity}') || fail "the Lease $2/$3 is gone after helm uninstall"
+  if [ -n "$refused" ]; then
+    [ -n "$holder" ] || fail "the Lease's release was refused, yet its holder is empty"
+    echo "helm uninstall: the operator's Lease release was refused (its RoleBinding went first; $(wc -l <<<"$refused") requests, 403); the Lease keeps holder $holder until it expires"
+  else
+    expect "the Lease's holder after the operator released it" "$holder" ""
+    echo "helm uninstall: the operator released its Lease before its RoleBinding went"
+  fi
 }
 # deployment_selector FILE.json: the Deployment's selector as a label selector string.
 deployment_selector() { q "$1" '.[] | select(.kind == "Deployment") | .spec.selector.matchLabels | to_entries | map("\(.key)=\(.value)") | join(",")'; }
@@ -433,45 +523,87 @@ http_ok() { curl -sf --max-time 5 -o /dev/null "$1"; }
 scrape_has() { local body; body=$(curl -sf --max-time 5 "$1") && grep -q "$2" <<<"$body"; }
 # phase_in KIND NAMESPACE NAME PHASE
 phase_in() { [ "$(kc get "$1" -n "$2" "$3" -o jsonpath='{.status.phase}')" = "$4" ]; }
+# audit_of USER: the user's own requests in the real audit log, one JSON line each (its
+# ResponseComplete event, or ResponseStarted for a watch still open): ts, verb, apiGroup,
+# resource, subresource, namespace, name, code, uri. Requests made as USER by impersonation are
+# the impersonating admin's there (USER is their impersonatedUser), so they are not included.
+audit_of() {
+  jq -c --arg u "$1" 'select(.user.username == $u and .impersonatedUser == null and
+      (.stage == "ResponseComplete" or .stage == "ResponseStarted")) |
+    {id: .auditID, stage, ts: .requestReceivedTimestamp, verb, apiGroup: (.objectRef.apiGroup // ""),
+     resource: (.objectRef.resource // ""), subresource: (.objectRef.subresource // ""),
+     namespace: (.objectRef.namespace // ""), name: (.objectRef.name // ""), code: .responseStatus.code,
+     uri: .requestURI}' "$CONTROLPLANE_DIR/audit.log" |
+    jq -sc 'group_by(.id)[] | (map(select(.stage == "ResponseComplete")) + .)[0] | del(.id, .stage)'
+}
+# pod_creators NAMESPACE: who created pods there (201), from the audit log (a pod made with
+# generateName has no name in its create's event at level Metadata), one user a line.
+pod_creators() {
+  jq -r --arg ns "$1" 'select(.stage == "ResponseComplete" and .verb == "create" and .objectRef.resource == "pods" and
+      (.objectRef.subresource // "") == "" and .objectRef.namespace == $ns and .responseStatus.code == 201) | .user.username' \
+    "$CONTROLPLANE_DIR/audit.log" | sort | uniq -c | awk '{print $2 " " $1}'
+}
 
-kc create namespace tb-system >/dev/null
-F=$WORK/r/default.json
-helm_install tb tb-system "$F"
-wait_for 20 kc get bj || fail "the chart's CRD did not appear in discovery"
+# The operator watches JOBS_NS only (above): extraArgs come last, after the chart's own flags.
+printf '%s\n' "operator:" "  extraArgs: [\"--namespace=$JOBS_NS\"]" >"$WORK/r/cluster-values.yaml"
+render "$WORK/r/cluster" "$REL" "$NS" -f "$WORK/r/cluster-values.yaml"
+F=$WORK/r/cluster.json
+expect "scope cluster: ClusterRoles, ClusterRoleBindings" "$(count_kind "$F" ClusterRole) $(count_kind "$F" ClusterRoleBinding)" "1 1"
+expect "scope cluster: the rules (as the default values')" "$(rule_triples "$F" "")" "$(rule_triples "$WORK/r/default.json" "")"
+expect "the operator's last flag" "$(args_of "$F" | tail -n 1)" "--namespace=$JOBS_NS"
+helm_install "$REL" "$NS" "$F" -f "$WORK/r/cluster-values.yaml"
+wait_for 20 kc get bj || fail "the CRD is not served"
+expect "the CRD after helm install (uid, generation, Established)" "$(crd_state)" "$CRD_BEFORE"
 DEPLOYMENT=$(q "$F" '.[] | select(.kind == "Deployment") | .metadata.name')
 SELECTOR=$(deployment_selector "$F")
 SA=$(q "$F" '.[] | select(.kind == "ServiceAccount") | .metadata.name')
-SA_USER="system:serviceaccount:tb-system:$SA"
+SA_USER="system:serviceaccount:$NS:$SA"
+LEASE=$(arg "$F" lease-name)
+METRICS_SERVICE=$(q "$F" '.[] | select(.kind == "Service") | .metadata.name')
 HEALTH_PORT=$(q "$F" '.[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].ports[] | select(.name == "health") | .containerPort')
 METRICS_PORT=$(q "$F" '.[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].ports[] | select(.name == "metrics") | .containerPort')
 
 # helm install --wait returned: the Deployment's one pod is ready, and it leads.
-expect "operator pods after helm install --wait" "$(operator_pods tb-system "$SELECTOR" | grep -c .)" 1
-POD_A=$(operator_pods tb-system "$SELECTOR")
-expect "ready replicas after helm install --wait" "$(kc get deployment -n tb-system "$DEPLOYMENT" -o jsonpath='{.status.readyReplicas}')" 1
+expect "operator pods after helm install --wait" "$(operator_pods "$NS" "$SELECTOR" | grep -c .)" 1
+POD_A=$(operator_pods "$NS" "$SELECTOR")
+expect "ready replicas after helm install --wait" "$(kc get deployment -n "$NS" "$DEPLOYMENT" -o jsonpath='{.status.readyReplicas}')" 1
 [[ $POD_A == "$DEPLOYMENT"-*-* ]] || fail "operator pod $POD_A is not named after its ReplicaSet ($DEPLOYMENT-<hash>-<suffix>)"
-wait_for 30 leading tb-system "$POD_A" || fail "operator pod $POD_A is not leading: $(pod_log tb-system "$POD_A")"
+# Made by the real controllers: the ReplicaSet controller created it (under its own
+# ServiceAccount), the scheduler bound it to one of the test's nodes, the ServiceAccount admission
+# gave it its token volume.
+expect "operator pod's owner" "$(kc get pod -n "$NS" "$POD_A" -o jsonpath='{.metadata.ownerReferences[0].kind}')" ReplicaSet
+expect "who created pods in $NS (user, count)" "$(pod_creators "$NS")" "system:serviceaccount:kube-system:replicaset-controller 1"
+expect "who bound $POD_A" "$(jq -r --arg ns "$NS" --arg n "$POD_A" 'select(.stage == "ResponseComplete" and
+    .objectRef.resource == "pods" and .objectRef.subresource == "binding" and .objectRef.namespace == $ns and
+    .objectRef.name == $n and .responseStatus.code == 201) | .user.username' "$CONTROLPLANE_DIR/audit.log")" system:kube-scheduler
+[[ $(kc get pod -n "$NS" "$POD_A" -o jsonpath='{.spec.nodeName}') == "$NS"-n[12] ]] ||
+  fail "operator pod $POD_A is not on the test's nodes: $(kc get pod -n "$NS" "$POD_A" -o wide)"
+kc get pod -n "$NS" "$POD_A" -o json | jq -e '.spec.volumes[] | select(.name | startswith("kube-api-access-")) | .projected' >/dev/null ||
+  fail "operator pod $POD_A has no ServiceAccount token volume"
+wait_for 30 leading "$NS" "$POD_A" || fail "operator pod $POD_A is not leading: $(pod_log "$NS" "$POD_A")"
+grep -q "watching namespace $JOBS_NS" <<<"$(pod_log "$NS" "$POD_A")" || fail "operator pod $POD_A: $(pod_log "$NS" "$POD_A")"
 # A second replica (replicaCount 2, or the overlap of a rolling update) waits for the lease.
-"$HELM" upgrade tb "$CHART" -n tb-system --reuse-values --set replicaCount=2 --wait --timeout 120s >"$WORK/helm-upgrade.out" 2>&1 ||
+"$HELM" upgrade "$REL" "$CHART" -n "$NS" --reuse-values --set replicaCount=2 --wait --timeout 120s >"$WORK/helm-upgrade.out" 2>&1 ||
   fail "helm upgrade --set replicaCount=2: $(cat "$WORK/helm-upgrade.out")"
-kc rollout status -n tb-system "deployment/$DEPLOYMENT" --timeout=60s >/dev/null || fail "kubectl rollout status after the upgrade"
-expect "operator pods after helm upgrade --set replicaCount=2" "$(operator_pods tb-system "$SELECTOR" | grep -c .)" 2
-POD_B=$(operator_pods tb-system "$SELECTOR" | grep -vxF "$POD_A")
+kc rollout status -n "$NS" "deployment/$DEPLOYMENT" --timeout=60s >/dev/null || fail "kubectl rollout status after the upgrade"
+expect "operator pods after helm upgrade --set replicaCount=2" "$(operator_pods "$NS" "$SELECTOR" | grep -c .)" 2
+POD_B=$(operator_pods "$NS" "$SELECTOR" | grep -vxF "$POD_A")
 waiting_for_lease() { grep -q "waiting for the lease" <<<"$(pod_log "$1" "$2")"; }
-wait_for 20 waiting_for_lease tb-system "$POD_B" || fail "pod $POD_B: $(pod_log tb-system "$POD_B")"
-IP_A=$(pod_ip tb-system "$POD_A")
-IP_B=$(pod_ip tb-system "$POD_B")
-# The kubelet's probes (port "health") and Prometheus' scrape (Service targetPort "metrics").
+wait_for 20 waiting_for_lease "$NS" "$POD_B" || fail "pod $POD_B: $(pod_log "$NS" "$POD_B")"
+IP_A=$(pod_ip "$NS" "$POD_A")
+IP_B=$(pod_ip "$NS" "$POD_B")
+# What a kubelet's probes would ask (port "health"; the node agent runs no probes) and
+# Prometheus' scrape (Service targetPort "metrics").
 wait_for 20 http_ok "http://$IP_A:$HEALTH_PORT/readyz" || fail "leader's /readyz on port health ($IP_A:$HEALTH_PORT)"
 http_ok "http://$IP_A:$HEALTH_PORT/healthz" || fail "leader's /healthz"
 wait_for 20 http_ok "http://$IP_B:$HEALTH_PORT/readyz" || fail "standby's /readyz (a standby must be ready, or a rolling update stalls)"
 http_ok "http://$IP_B:$HEALTH_PORT/healthz" || fail "standby's /healthz"
-svc_selector=$(kc get service -n tb-system tb-trainbench-metrics -o json | jq -r '.spec.selector | to_entries | map("\(.key)=\(.value)") | join(",")')
-expect "pods the metrics Service selects" "$(kc get pods -n tb-system -l "$svc_selector" -o name | sort | paste -sd' ')" \
+svc_selector=$(kc get service -n "$NS" "$METRICS_SERVICE" -o json | jq -r '.spec.selector | to_entries | map("\(.key)=\(.value)") | join(",")')
+expect "pods the metrics Service selects" "$(kc get pods -n "$NS" -l "$svc_selector" -o name | sort | paste -sd' ')" \
   "$(printf 'pod/%s\n' "$POD_A" "$POD_B" | sort | paste -sd' ')"
 curl -sf --max-time 5 "http://$IP_A:$METRICS_PORT/metrics" >"$WORK/metrics.txt" || fail "leader's /metrics on port metrics"
 grep -q '^trainbench_operator_' "$WORK/metrics.txt" || fail "no trainbench_operator_ series: $(head -c 500 "$WORK/metrics.txt")"
-! leading tb-system "$POD_B" || fail "both replicas lead"
+! leading "$NS" "$POD_B" || fail "both replicas lead"
 
 # A job in another namespace than the operator's (scope cluster), to Succeeded: 2 runs. Its
 # spec.baseline names a ConfigMap that holds no report: the operator reads it (get configmaps,
@@ -492,13 +624,16 @@ expect "tiny's Regressed" "$(kc get bj tiny -o jsonpath='{.status.conditions[?(@
 # A long job: its trainer pod is what the PodMonitor selects (a real scrape of its workers); it
 # runs past activeDeadlineSeconds, so the job fails and, with cleanPodPolicy Running, the operator
 # deletes its running pods one by one (the `delete` verb; runs and gangs go by deletecollection).
-mlp_job long 100000 "{activeDeadlineSeconds: 12, backoffLimit: 0, cleanPodPolicy: Running}" \
+# (The deadline leaves the pods time to start and train on a loaded machine; it is not timed.)
+mlp_job long 100000 "{activeDeadlineSeconds: 30, backoffLimit: 0, cleanPodPolicy: Running}" \
   "{nodes: 1, devicesPerNode: 2}" >"$WORK/long.yaml"
 kc apply -f "$WORK/long.yaml" >/dev/null
 TRAINER=long-r0-a0-trainer-0
-wait_for 60 phase_in pod default "$TRAINER" Running || fail "long's trainer is not running"
-# The PodMonitor's targets: every declared port of the pods it selects, kept by port name.
-targets=$(kc get pods -A -l "$PODMONITOR_SELECTOR" -o json |
+wait_for 60 phase_in pod "$JOBS_NS" "$TRAINER" Running || fail "long's trainer is not running"
+# The PodMonitor's targets among the test's pods (its namespaceSelector is `any` in scope
+# cluster; other tests' pods share the control plane): every declared port of the pods it
+# selects, kept by port name.
+targets=$(kc get pods -n "$JOBS_NS" -l "$PODMONITOR_SELECTOR" -o json |
   jq -r '.items[] | .metadata.name as $n | .status.podIP as $ip | .spec.containers[].ports[]? | "\($n) \(.name) \($ip):\(.containerPort)"' |
   awk -v re="^($PODMONITOR_PORT_REGEX)\$" '$2 ~ re')
 expect "the PodMonitor's targets" "$(awk '{print $1 "/" $2}' <<<"$targets" | sort | paste -sd' ')" \
@@ -506,45 +641,45 @@ expect "the PodMonitor's targets" "$(awk '{print $1 "/" $2}' <<<"$targets" | sor
 for t in $(awk '{print $3}' <<<"$targets"); do
   wait_for 30 scrape_has "http://$t/metrics" '^trainbench_steps_total' || fail "worker metrics at $t (a PodMonitor target)"
 done
-wait_for 60 phase_is long Failed || fail "long did not fail: $(kc get bj long -o jsonpath='{.status}')"
+wait_for 90 phase_is long Failed || fail "long did not fail: $(kc get bj long -o jsonpath='{.status}')"
 expect "long's failure" "$(kc get bj long -o jsonpath='{.status.conditions[?(@.type=="Failed")].reason}')" DeadlineExceeded
 wait_for 30 no_pods_of long || fail "long's pods remain: $(kc get pods -l trainbench.dev/job=long -o name)"
 
 # Failover: the leader goes (SIGTERM releases the lease). Its ReplicaSet replaces it at once, so
 # the standby and the replacement both ask for the released lease: one of them takes over (on a
 # cluster too, whichever asks first), the other waits.
-kc delete pod -n tb-system "$POD_A" --wait=true --timeout=30s >/dev/null
-wait_for 30 operator_pod_count_is tb-system "$SELECTOR" 2 || fail "the deleted leader was not replaced: $(operator_pods tb-system "$SELECTOR")"
-POD_C=$(operator_pods tb-system "$SELECTOR" | grep -vxF "$POD_B")
+kc delete pod -n "$NS" "$POD_A" --wait=true --timeout=60s >/dev/null
+wait_for 30 operator_pod_count_is "$NS" "$SELECTOR" 2 || fail "the deleted leader was not replaced: $(operator_pods "$NS" "$SELECTOR")"
+POD_C=$(operator_pods "$NS" "$SELECTOR" | grep -vxF "$POD_B")
 [ "$POD_C" != "$POD_A" ] || fail "the replacement has the deleted pod's name"
 one_leads() {
   local n=0 p
-  for p in "$@"; do if leading tb-system "$p"; then n=$((n + 1)); fi; done
+  for p in "$@"; do if leading "$NS" "$p"; then n=$((n + 1)); fi; done
   [ $n = 1 ]
 }
 wait_for 30 one_leads "$POD_B" "$POD_C" ||
-  fail "no operator took over from the deleted leader: $POD_B: $(pod_log tb-system "$POD_B"); $POD_C: $(pod_log tb-system "$POD_C")"
+  fail "no operator took over from the deleted leader: $POD_B: $(pod_log "$NS" "$POD_B"); $POD_C: $(pod_log "$NS" "$POD_C")"
 STANDBY=$POD_C
-if leading tb-system "$POD_C"; then STANDBY=$POD_B; fi
-wait_for 30 waiting_for_lease tb-system "$STANDBY" || fail "pod $STANDBY: $(pod_log tb-system "$STANDBY")"
+if leading "$NS" "$POD_C"; then STANDBY=$POD_B; fi
+wait_for 30 waiting_for_lease "$NS" "$STANDBY" || fail "pod $STANDBY: $(pod_log "$NS" "$STANDBY")"
 
-# The reporter Role's configmaps verbs are needed: creating a Role that grants more than the
-# operator holds is refused (escalation), the reporter's own rules are accepted.
+# The reporter Role's configmaps verbs are needed: the real RBAC escalation check refuses a Role
+# that grants more than the operator holds (delete), and accepts the reporter's own rules.
 role_as_operator() {
-  kc create -n default -f - --as="$SA_USER" -o name <<EOF
+  kc create -n "$JOBS_NS" -f - --as="$SA_USER" -o name <<EOF2
 {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "$1"},
  "rules": [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["x-r0-result"], "verbs": $2}]}
-EOF
+EOF2
 }
 role_as_operator escalation-ok '["get", "update", "patch"]' >/dev/null 2>"$WORK/esc.err" ||
   fail "the operator's ServiceAccount cannot create a reporter-like Role: $(cat "$WORK/esc.err")"
 if role_as_operator escalation-refused '["get", "update", "patch", "delete"]' >/dev/null 2>"$WORK/esc.err"; then
-  fail "kubesim let the operator grant configmaps delete, which it does not hold"
+  fail "the API server let the operator grant configmaps delete, which it does not hold"
 fi
-grep -qi "forbidden" "$WORK/esc.err" || fail "escalation refusal: $(cat "$WORK/esc.err")"
+grep -q 'is forbidden: .* is attempting to grant RBAC permissions not currently held' "$WORK/esc.err" &&
+  grep -q 'Verbs:\["delete"\]' "$WORK/esc.err" || fail "escalation refusal: $(cat "$WORK/esc.err")"
+kc delete role -n "$JOBS_NS" escalation-ok >/dev/null
 
-# audit_of USER: the user's own resource requests (impersonated ones above excluded).
-audit_of() { jq -c --arg u "$1" 'select(.user == $u and (.impersonator // "") == "")' "$WORK/sim/audit.log"; }
 # check_audit USER RULES-FILE.json STRICT: no 401/403; prints what was used; every request covered
 # by a rule; with STRICT=1 also every rule used or in UNUSED_OK.
 check_audit() {
@@ -553,13 +688,13 @@ check_audit() {
   [ -n "$requests" ] || fail "no requests by $user in the audit log"
   denied=$(jq -r 'select(.code == 401 or .code == 403) | "\(.code) \(.verb) \(.uri)"' <<<"$requests")
   [ -z "$denied" ] || fail "$user was denied: $denied"
-  used=$(jq -r 'select(.resource != null and .resource != "") |
-                "\(.apiGroup)|\(.resource)\(if (.subresource // "") != "" then "/" + .subresource else "" end)|\(.verb)"' <<<"$requests" | sort -u)
+  used=$(jq -r 'select(.resource != "") |
+                "\(.apiGroup)|\(.resource)\(if .subresource != "" then "/" + .subresource else "" end)|\(.verb)"' <<<"$requests" | sort -u)
   echo "$user used (group|resource|verb: requests, HTTP codes):"
-  jq -r 'select(.resource != null and .resource != "") |
-         "\(.apiGroup)|\(.resource)\(if (.subresource // "") != "" then "/" + .subresource else "" end)|\(.verb) \(.code)"' <<<"$requests" |
+  jq -r 'select(.resource != "") |
+         "\(.apiGroup)|\(.resource)\(if .subresource != "" then "/" + .subresource else "" end)|\(.verb) \(.code)"' <<<"$requests" |
     sort | uniq -c | awk '{n[$2] += $1; c[$2] = c[$2] (c[$2] == "" ? "" : ",") $3} END {for (k in n) printf "  %-52s %4d  %s\n", k, n[k], c[k]}' | sort
-  jq -r 'select(.resource == null or .resource == "") | "  (non-resource) \(.verb) \(.path // .uri) \(.code)"' <<<"$requests" | sort -u
+  jq -r 'select(.resource == "") | "  (non-resource) \(.verb) \(.uri) \(.code)"' <<<"$requests" | sort -u
   rules=$(rule_triples "$f" "")
   local unused="" r
   [ "$strict" = 1 ] || rules=""
@@ -576,30 +711,57 @@ check_audit() {
   done <<<"$used"
 }
 check_audit "$SA_USER" "$F" 1
+# Watching JOBS_NS, it wrote nothing elsewhere: namespaced requests in JOBS_NS, or its Lease in NS.
+elsewhere=$(audit_of "$SA_USER" | jq -r --arg j "$JOBS_NS" --arg ns "$NS" 'select(.resource != "" and .namespace != $j and
+  (.namespace != $ns or .resource != "leases") and (.namespace != "" or .resource != "nodes")) | "\(.verb) \(.uri)"' | sort -u)
+[ -z "$elsewhere" ] || fail "the operator made requests outside $JOBS_NS (and its Lease, the nodes): $elsewhere"
 echo "scope cluster passed ($((SECONDS - T0)) s)"
 
 # ---------------------------------------------------------------------------------------------
-echo "== 4. the chart on kubesim, scope namespace"
-helm_uninstall tb tb-system "$SELECTOR"
-F=$WORK/r/ns.json
-kc create namespace bench >/dev/null
-helm_install tbns bench "$F" -f "$HERE/values-namespaced.yaml"
+echo "== 4. the chart on the real control plane, scope namespace"
+helm_uninstall "$REL" "$NS" "$SELECTOR"
+uninstall_refusals "$SA_USER" "$NS" "$LEASE"
+render "$WORK/r/nscope" "$NSREL" "$NSCOPE_NS" -f "$HERE/values-namespaced.yaml"
+F=$WORK/r/nscope.json
+check_common "$F" "$NSREL" "$NSCOPE_NS"
+helm_install "$NSREL" "$NSCOPE_NS" "$F" -f "$HERE/values-namespaced.yaml"
+expect "cluster-scoped objects of the namespace-scoped release" \
+  "$(kc get clusterroles,clusterrolebindings -l "app.kubernetes.io/instance=$NSREL" -o name)" ""
 NS_SELECTOR=$(deployment_selector "$F")
-NS_POD=$(operator_pods bench "$NS_SELECTOR")
-NS_USER="system:serviceaccount:bench:$(q "$F" '.[] | select(.kind == "ServiceAccount") | .metadata.name')"
-[ -n "$NS_POD" ] || fail "no operator pod in bench after helm install --wait"
-wait_for 30 leading bench "$NS_POD" || fail "namespaced operator is not leading: $(pod_log bench "$NS_POD")"
-# A job outside the watched namespace is not the operator's; one inside runs.
+NS_POD=$(operator_pods "$NSCOPE_NS" "$NS_SELECTOR")
+NS_USER="system:serviceaccount:$NSCOPE_NS:$(q "$F" '.[] | select(.kind == "ServiceAccount") | .metadata.name')"
+[ -n "$NS_POD" ] || fail "no operator pod in $NSCOPE_NS after helm install --wait"
+wait_for 30 leading "$NSCOPE_NS" "$NS_POD" || fail "namespaced operator is not leading: $(pod_log "$NSCOPE_NS" "$NS_POD")"
+# A job outside the watched namespace (in JOBS_NS, whose operator is gone) is not the operator's;
+# one inside runs.
 mlp_job outside 4 "{backoffLimit: 0}" "{nodes: 1, devicesPerNode: 1, paradigm: none}" >"$WORK/outside.yaml"
-kc apply -f "$WORK/outside.yaml" >/dev/null
+kc apply -n "$JOBS_NS" -f "$WORK/outside.yaml" >/dev/null
 mlp_job inside 4 "{backoffLimit: 0}" "{nodes: 1, devicesPerNode: 1, paradigm: none}" >"$WORK/inside.yaml"
-kc apply -n bench -f "$WORK/inside.yaml" >/dev/null
-wait_for 120 phase_in bj bench inside Succeeded ||
-  fail "job inside: $(kc get bj -n bench inside -o jsonpath='{.status}')"
-expect "the job outside the watched namespace" "$(kc get bj outside -o jsonpath='{.status.phase}')$(kc get pods -l trainbench.dev/job=outside -o name)" ""
+kc apply -n "$NSCOPE_NS" -f "$WORK/inside.yaml" >/dev/null
+wait_for 120 phase_in bj "$NSCOPE_NS" inside Succeeded ||
+  fail "job inside: $(kc get bj -n "$NSCOPE_NS" inside -o jsonpath='{.status}')"
+expect "the job outside the watched namespace" \
+  "$(kc get bj -n "$JOBS_NS" outside -o jsonpath='{.status.phase}')$(kc get pods -n "$JOBS_NS" -l trainbench.dev/job=outside -o name)" ""
 check_audit "$NS_USER" "$F" 0  # the rules are the cluster scope's, checked above
-outside_ns=$(audit_of "$NS_USER" | jq -r 'select(.resource != null and .resource != "" and .namespace != "bench") | "\(.verb) \(.uri)"')
+outside_ns=$(audit_of "$NS_USER" | jq -r --arg ns "$NSCOPE_NS" 'select(.resource != "" and .namespace != $ns) | "\(.verb) \(.uri)"')
 [ -z "$outside_ns" ] || fail "the namespaced operator made requests outside its namespace: $outside_ns"
-helm_uninstall tbns bench "$NS_SELECTOR"
+# docs/install.md's clean hand-over: scaled to zero first, the operator releases its Lease while
+# its RBAC is still there, and the uninstall that follows stops nothing.
+"$HELM" upgrade "$NSREL" "$CHART" -n "$NSCOPE_NS" --reuse-values --set replicaCount=0 --wait --timeout 60s \
+  >"$WORK/helm-scale0.out" 2>&1 || fail "helm upgrade --set replicaCount=0: $(cat "$WORK/helm-scale0.out")"
+wait_for 30 no_operator_pods "$NSCOPE_NS" "$NS_SELECTOR" || fail "operator pods left at replicaCount 0: $(operator_pods "$NSCOPE_NS" "$NS_SELECTOR")"
+helm_uninstall "$NSREL" "$NSCOPE_NS" "$NS_SELECTOR"
+uninstall_refusals "$NS_USER" "$NSCOPE_NS" "$(arg "$F" lease-name)" clean
+
+# Nothing of the test runs any more: no pod in its namespaces, no process with one of its nodes'
+# pod IPs (each node agent owns an address block 127.K; its node's InternalIP is 127.K.0.10).
+expect "pods left" "$(for n in "$NS" "$JOBS_NS" "$NSCOPE_NS"; do kc get pods -n "$n" -o name; done)" ""
+for node in "$NS-n1" "$NS-n2"; do
+  ip=$(kc get node "$node" -o jsonpath='{.status.addresses[?(@.type=="InternalIP")].address}')
+  [[ $ip == 127.*.0.10 ]] || fail "node $node's InternalIP: $ip"
+  block=${ip%.0.10}
+  left=$(grep -lz "^TRAINBENCH_POD_IP=${block//./\\.}\." /proc/[0-9]*/environ 2>/dev/null || true)
+  [ -z "$left" ] || fail "processes of $node's pods left: $left"
+done
 
 echo "PASS helm_chart_test ($((SECONDS - T0)) s)"
