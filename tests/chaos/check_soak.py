@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The chaos soak's end checks (chaos_soak.sh): reads the jobs, the Events and kubesim's audit
+"""The chaos soak's end checks (chaos_soak.sh): reads the jobs, the Events and the API server's audit
 log, prints the figures (a text block, then one JSON line) and exits 1 when a promise broke:
 
 - every job Succeeded, with a report holding every run of its plan, each Succeeded;
