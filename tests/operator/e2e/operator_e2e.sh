@@ -98,7 +98,10 @@ fi
 "$KUBECTL" get bj -w -o json >"$WORK/watch.json" 2>"$WORK/watch.err" &
 WATCH_PID=$!
 PIDS+=($WATCH_PID)
-STEPS=1500
+# Long enough for several 2 s progress polls inside each run's measuring on any machine: the
+# polyglot machines run a step in 0.7 ms, and at 1500 steps a repeat was over within one poll
+# (CI-like run, 2026-11-28: one Measure version, between polls, so no rate yet).
+STEPS=10000
 mlp_job progress "$STEPS" "{backoffLimit: 0, collectiveTimeoutSeconds: 60}" "{nodes: 1, devicesPerNode: 1, paradigm: none}" \
   "{nodes: 2, devicesPerNode: 1}" >"$WORK/progress.yaml"
 wait_for 20 grep -q operator-mlp "$WORK/watch.json" || fail "the watch did not start: $(cat "$WORK/watch.err")"
