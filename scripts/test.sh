@@ -30,7 +30,7 @@ cmake --build build-asan -j"$jobs" --target core_tests crd_tests controller_test
 lsan_supp="$PWD/.ci/lsan.supp"  # library-internal leaks only, each explained there
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   LSAN_OPTIONS="suppressions=$lsan_supp:print_suppressions=0" \
-  ctest --output-on-failure -L "^(core|crd|operator|kube|telemetry)$" -E "e2e|Kubesim" -j"$jobs")
+  ctest --output-on-failure -L "^(core|crd|operator|kube|telemetry)$" -E "e2e|controlplane" -j"$jobs")
 
 echo "== fuzz harnesses (libFuzzer + ASan + UBSan, ${TRAINBENCH_FUZZ_SECONDS:-30} s each) =="
 bash scripts/fuzz.sh --build-only
