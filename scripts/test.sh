@@ -21,17 +21,24 @@ echo "== tests =="
 # on a pod or a watch the other computes. Tests that need the CPU or the API server to themselves
 # (the CLI's real-worker runs, the Prometheus timing comparison, the soak, the API-server restart)
 # are RUN_SERIAL in their CMakeLists and run alone.
-(cd build && ctest --output-on-failure --timeout 600 -j"${CTEST_JOBS:-2}")
+# ctest_in DIR ARGS...: ctest in DIR; when a test fails, the reasons end the log
+# (scripts/failed-test-output.sh) and the script fails.
+ctest_in() {
+  local dir=$1
+  shift
+  (cd "$dir" && ctest "$@") || { bash scripts/failed-test-output.sh "$dir"; return 1; }
+}
+ctest_in build --output-on-failure --timeout 600 -j"${CTEST_JOBS:-2}"
 
 echo "== core/ and operator/ tests under AddressSanitizer + UBSan =="
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTRAINBENCH_BUILD_WORKER=OFF -DTRAINBENCH_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs" --target core_tests crd_tests controller_tests operator_runtime_tests trainbench_kube_tests operator_metrics_tests telemetry_tests
 # The control-plane and end-to-end tests run in the normal build above.
 lsan_supp="$PWD/.ci/lsan.supp"  # library-internal leaks only, each explained there
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   LSAN_OPTIONS="suppressions=$lsan_supp:print_suppressions=0" \
-  ctest --output-on-failure -L "^(core|crd|operator|kube|telemetry)$" -E "e2e|controlplane" -j"$jobs")
+  ctest_in build-asan --output-on-failure -L "^(core|crd|operator|kube|telemetry)$" -E "e2e|controlplane" -j"$jobs"
 
 echo "== fuzz harnesses (libFuzzer + ASan + UBSan, ${TRAINBENCH_FUZZ_SECONDS:-30} s each) =="
 bash scripts/fuzz.sh --build-only
-(cd build-fuzz && ctest --output-on-failure -L fuzz -j"$jobs")
+ctest_in build-fuzz --output-on-failure -L fuzz -j"$jobs"

@@ -345,12 +345,28 @@ void Controller::execute(const std::string& key, const std::string& ns, const st
       } catch (const kube::ApiError& e) {
         // A transient failure (a TransportError is not caught here) fails this reconcile before its
         // status write, and the next records the same Event again (same name: once, whether or
-        // not this create landed).
+        // not this create landed). So does a 403 for a while (retry_forbidden_event).
         if (kube::is_transient(e)) throw;
+        if (dynamic_cast<const kube::ForbiddenError*>(&e) != nullptr &&
+            retry_forbidden_event(a.body.value("metadata", json::object()).value("name", ""))) {
+          throw;
+        }
         std::cerr << "trainbench-operator: event not recorded: " << e.what() << "\n";  // refused: best effort
       }
       return;
   }
+}
+
+bool Controller::retry_forbidden_event(const std::string& event_name) {
+  constexpr std::chrono::seconds kEventForbiddenGrace{30};
+  const auto now = options_.clock->now();
+  const std::lock_guard<std::mutex> lock(event_refusals_mutex_);
+  // Refusals long past are forgotten (their Events were recorded or skipped since).
+  for (auto it = event_refusals_.begin(); it != event_refusals_.end();) {
+    it = now - it->second > 2 * kEventForbiddenGrace ? event_refusals_.erase(it) : std::next(it);
+  }
+  const auto first = event_refusals_.try_emplace(event_name, now).first->second;
+  return now - first < kEventForbiddenGrace;
 }
 
 ControllerSnapshot Controller::snapshot() const {

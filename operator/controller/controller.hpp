@@ -95,6 +95,15 @@ class Controller {
   std::mutex progress_mutex_;  ///< guards progress_polls_ (a key is reconciled by one worker at a time)
   std::map<std::string, ProgressPoll> progress_polls_;
 
+  /// Whether an Event create the API server refused with 403 is tried again (the reconcile fails
+  /// before its status write) rather than skipped: for kEventForbiddenGrace after its first 403.
+  /// A kube-apiserver that has just started authorizes from RBAC informers that may not have
+  /// synced yet, and refuses what the operator's Role grants (seen after an API-server restart,
+  /// kubernetes/kubernetes#121635); a 403 that lasts is a missing grant, and the Event is skipped.
+  bool retry_forbidden_event(const std::string& event_name);
+  std::mutex event_refusals_mutex_;
+  std::map<std::string, kube::Clock::time_point> event_refusals_;  ///< Event name -> first 403
+
   std::shared_ptr<const kube::Client> client_;
   ControllerOptions options_;
   std::shared_ptr<ControllerMetrics> metrics_;
