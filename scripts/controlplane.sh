@@ -13,13 +13,9 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 mod="$here/tests/controlplane/build"
-export PATH="/usr/local/go/bin:$PATH"
-need_go=$(awk '$1=="go"{print $2}' "$mod/go.mod")
-have_go=$(go env GOVERSION 2>/dev/null | sed 's/^go//') || true
-if [ -z "$have_go" ] || [ "$(printf '%s\n%s\n' "$need_go" "$have_go" | sort -V | head -1)" != "$need_go" ]; then
-  echo "controlplane: Go >= $need_go is needed (found: ${have_go:-none}); the polyglot machines have it in /usr/local/go" >&2
-  exit 1
-fi
+# shellcheck source=lib/go-build.sh
+source "$here/scripts/lib/go-build.sh"
+go_require "$mod" controlplane
 
 k8s=$(awk '$1=="k8s.io/kubernetes"{print $2} $1=="require" && $2=="k8s.io/kubernetes"{print $3}' "$mod/go.mod")
 etcd=$(awk '$1=="go.etcd.io/etcd/server/v3"{print $2}' "$mod/go.mod")
@@ -29,36 +25,17 @@ pkg=k8s.io/component-base/version
 ldflags="-s -w -X $pkg.gitVersion=$k8s -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
 ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 # The key: what decides the binaries (the pins, the sources, the link flags, the Go release).
-hash=$( (cat "$mod/go.mod" "$mod/go.sum" "$mod/tools.go" "$mod/etcd/main.go"; echo "$ldflags"; echo "$have_go") |
-  sha256sum | cut -c1-12)
+hash=$(go_key "$ldflags" "$mod/go.mod" "$mod/go.sum" "$mod/tools.go" "$mod/etcd/main.go")
 root="${TRAINBENCH_CACHE:-$HOME/.cache/trainbench}/controlplane"
 dir="$root/k8s-$k8s-etcd-$etcd-$hash"
-bins=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
-
-built() { for b in "${bins[@]}"; do [ -x "$dir/bin/$b" ] || return 1; done; }
-if [ "${1:-}" = "--path" ]; then built && { echo "$dir/bin"; exit 0; }; exit 1; fi
-if built; then echo "$dir/bin"; exit 0; fi
-
-mkdir -p "$root"
-exec 9>"$root/.lock"
-flock 9  # one build at a time per machine; a second caller waits, then finds it built
-if built; then echo "$dir/bin"; exit 0; fi
-
-tmp=$(mktemp -d "$root/.build.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-start=$(date +%s)
-echo "controlplane: building Kubernetes $k8s and etcd $etcd into $dir (cold: about 8 minutes on 2 cores)" >&2
-cd "$mod"
-# -mod=readonly: go.sum must already hold every module (a changed pin is committed with its go.sum).
-# CGO_ENABLED=0 as upstream's release builds.
-CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath -ldflags "$ldflags" -o "$tmp/bin/" \
-  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+go_after_build() {
+  "$1/kube-apiserver" --version >&2
+  "$1/etcd" --version | head -1 >&2
+}
+[ "${1:-}" = --path ] || [ -x "$dir/bin/kubectl" ] ||
+  echo "controlplane: Kubernetes $k8s and etcd $etcd (cold: about 8 minutes on 2 cores)" >&2
+go_cached_build controlplane "$dir" "$mod" "${1:-}" etcd kube-apiserver kube-controller-manager kube-scheduler kubectl -- \
+  -ldflags "$ldflags" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl ./etcd
-"$tmp/bin/kube-apiserver" --version >&2
-"$tmp/bin/etcd" --version | head -1 >&2
-rm -rf "$dir"; mkdir -p "$(dirname "$dir")"; mv "$tmp" "$dir"
-trap - EXIT
 # Builds of other pins are not needed any more (Go's own cache keeps a rebuild of them quick).
 for old in "$root"/k8s-*; do [ "$old" = "$dir" ] || rm -rf "$old"; done
-echo "controlplane: built in $(( $(date +%s) - start )) s" >&2
-echo "$dir/bin"

@@ -1,0 +1,63 @@
+# shellcheck shell=bash
+# Sourced by the scripts that build a pinned upstream tool from the Go module proxy into a cache
+# outside the clone (scripts/controlplane.sh, tests/metrics/prometheus.sh, ...): the Go check, the
+# cache key, and the locked build that a second caller waits for and then finds done.
+#
+#   go_require MOD_DIR WHO          fails unless the Go in /usr/local/go is at least go.mod's `go` line;
+#                                   sets GO_VERSION
+#   go_key TEXT FILE...             12 hex digits of TEXT (build flags), the files and GO_VERSION:
+#                                   a cache key
+#   go_cached_build WHO DIR MOD_DIR MODE BIN... -- GO_BUILD_ARGS...
+#       prints DIR/bin when every BIN is there; otherwise (MODE --path: exit 1) builds them with
+#       `go build GO_BUILD_ARGS -o DIR/bin/` in MOD_DIR, checked against its committed go.sum
+#       (-mod=readonly), one build per machine at a time (a lock beside DIR), into a temporary
+#       directory renamed into place, and then prints DIR/bin. go_after_build, when the caller
+#       defines it, runs with the temporary bin directory before the rename (a version check).
+export PATH="/usr/local/go/bin:$PATH"
+
+go_require() {
+  local mod=$1 who=$2 need
+  need=$(awk '$1=="go"{print $2}' "$mod/go.mod")
+  GO_VERSION=$(go env GOVERSION 2>/dev/null | sed 's/^go//') || true
+  if [ -z "$GO_VERSION" ] || [ "$(printf '%s\n%s\n' "$need" "$GO_VERSION" | sort -V | head -1)" != "$need" ]; then
+    echo "$who: Go >= $need is needed (found: ${GO_VERSION:-none}); the polyglot machines have it in /usr/local/go" >&2
+    exit 1
+  fi
+}
+
+go_key() {
+  local text=$1
+  shift
+  { cat "$@"; echo "$text"; echo "$GO_VERSION"; } | sha256sum | cut -c1-12
+}
+
+go_cached_build() {
+  local who=$1 dir=$2 mod=$3 mode=$4 bins=() b
+  shift 4
+  while [ "$#" -gt 0 ] && [ "$1" != -- ]; do bins+=("$1"); shift; done
+  shift
+  _go_built() { for b in "${bins[@]}"; do [ -x "$dir/bin/$b" ] || return 1; done; }
+  if [ "$mode" = --path ]; then _go_built && { echo "$dir/bin"; return 0; }; exit 1; fi
+  if _go_built; then echo "$dir/bin"; return 0; fi
+  local root
+  root=$(dirname "$dir")
+  mkdir -p "$root"
+  exec 9>"$root/.lock"
+  flock 9  # one build at a time per machine; a second caller waits, then finds it built
+  if _go_built; then echo "$dir/bin"; return 0; fi
+  local tmp start
+  tmp=$(mktemp -d "$root/.build.XXXXXX")
+  # shellcheck disable=SC2064
+  trap "rm -rf '$tmp'" EXIT
+  start=$(date +%s)
+  echo "$who: building into $dir (once per machine)" >&2
+  # -mod=readonly: go.sum must already hold every module (a changed pin is committed with its go.sum).
+  # CGO_ENABLED=0 as the upstream release builds.
+  (cd "$mod" && CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath "$@" -o "$tmp/bin/")
+  if declare -F go_after_build >/dev/null; then go_after_build "$tmp/bin"; fi
+  rm -rf "$dir"
+  mv "$tmp" "$dir"
+  trap - EXIT
+  echo "$who: built in $(($(date +%s) - start)) s" >&2
+  echo "$dir/bin"
+}
