@@ -9,8 +9,8 @@
 #                                   a cache key
 #   go_cached_build WHO DIR MOD_DIR MODE BIN... -- GO_BUILD_ARGS...
 #       prints DIR/bin when every BIN is there; otherwise (MODE --path: exit 1) builds them with
-#       `go build GO_BUILD_ARGS -o DIR/bin/` in MOD_DIR, checked against its committed go.sum
-#       (-mod=readonly), one build per machine at a time (a lock beside DIR), into a temporary
+#       `go build -o DIR/bin/ GO_BUILD_ARGS` in MOD_DIR (-o first: go build reads no flag after a
+#       package), checked against its committed go.sum (-mod=readonly), one build per machine at a time (a lock beside DIR), into a temporary
 #       directory renamed into place, and then prints DIR/bin. go_after_build, when the caller
 #       defines it, runs with the temporary bin directory before the rename (a version check).
 export PATH="/usr/local/go/bin:$PATH"
@@ -53,7 +53,7 @@ go_cached_build() {
   echo "$who: building into $dir (once per machine)" >&2
   # -mod=readonly: go.sum must already hold every module (a changed pin is committed with its go.sum).
   # CGO_ENABLED=0 as the upstream release builds.
-  (cd "$mod" && CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath "$@" -o "$tmp/bin/")
+  (cd "$mod" && CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath -o "$tmp/bin/" "$@")
   if declare -F go_after_build >/dev/null; then go_after_build "$tmp/bin"; fi
   rm -rf "$dir"
   mv "$tmp" "$dir"
