@@ -11,8 +11,9 @@
 #       prints DIR/bin when every BIN is there; otherwise (MODE --path: exit 1) builds them with
 #       `go build -o DIR/bin/ GO_BUILD_ARGS` in MOD_DIR (-o first: go build reads no flag after a
 #       package), checked against its committed go.sum (-mod=readonly), one build per machine at
-#       a time (a lock beside DIR), into a temporary directory renamed into place, and then prints DIR/bin. go_after_build, when the caller
-#       defines it, runs with the temporary bin directory before the rename (a version check).
+#       a time (a lock beside DIR), into a temporary directory renamed into place, and then prints
+#       DIR/bin. go_after_build, when the caller defines it, runs with the temporary bin directory
+#       before the rename (a version check).
 export PATH="/usr/local/go/bin:$PATH"
 
 go_require() {
