@@ -6,6 +6,10 @@
 //                       [--leader-elect-retry-period S] [--node-lost-after S]
 //                       [--workers N] [--qps Q] [--burst B] [--progress-interval S]
 //                       [--metrics-bind-address HOST:PORT|0] [--health-probe-bind-address HOST:PORT|0]
+//                       [--kueue]
+//
+// --kueue: jobs labelled kueue.x-k8s.io/queue-name wait for Kueue's admission, through a Workload
+// each (operator/controller/kueue_workload.hpp; Kueue's CRDs must be installed).
 //
 // GET /metrics on the metrics address (default :8080), GET /healthz and /readyz on the probe
 // address (default :8081); "0" turns either off. Each chosen address is logged (port 0 picks one).
@@ -53,6 +57,7 @@ struct Flags {
   int lease_duration_s = 15, renew_deadline_s = 10, retry_period_s = 2;
   int node_lost_after_s = 60;
   int progress_interval_s = 10;  ///< status.progressDetail at most this often per job; 0: off
+  bool kueue = false;            ///< --kueue: queue labelled jobs through Kueue Workloads
   int workers = 2;
   double qps = 50;
   int burst = 200;
@@ -112,7 +117,7 @@ Flags parse(int argc, char** argv) {
                    "       [--leader-elect-retry-period S] [--node-lost-after S (0: off)]\n"
                    "       [--workers N] [--qps Q] [--burst B] [--progress-interval S (0: off)]\n"
                    "       [--metrics-bind-address HOST:PORT|0] [--health-probe-bind-address HOST:PORT|0]\n";
-      std::cout << "       [--kube-api-timeout SECONDS (per API request, default 30)]\n";
+      std::cout << "       [--kube-api-timeout SECONDS (per API request, default 30)] [--kueue]\n";
       std::exit(0);
     } else if (a == "--kubeconfig") {
       f.kubeconfig = next();
@@ -138,6 +143,8 @@ Flags parse(int argc, char** argv) {
       f.node_lost_after_s = seconds(next());
     } else if (a == "--progress-interval") {
       f.progress_interval_s = seconds(next());
+    } else if (a == "--kueue") {
+      f.kueue = true;
     } else if (a == "--workers") {
       f.workers = static_cast<int>(number(next()));
     } else if (a == "--qps") {
@@ -265,6 +272,7 @@ void run_controller(const Flags& flags, std::shared_ptr<const trainbench::kube::
   co.workers = flags.workers;
   co.node_lost_after = std::chrono::seconds(flags.node_lost_after_s);
   co.progress_interval = std::chrono::seconds(flags.progress_interval_s);
+  co.kueue = flags.kueue;
   co.metrics = metrics;
   trainbench::op::Controller controller(std::move(client), co);
   metrics->set_snapshot_source([&controller] {

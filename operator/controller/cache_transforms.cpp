@@ -68,6 +68,16 @@ json slim_config_map(json config_map) {
   return out;
 }
 
+json slim_workload(json workload) {
+  json out = with_type_and_metadata(workload);
+  const json& st = workload.is_object() && workload.contains("status") ? workload["status"] : json();
+  if (!st.is_object()) return out;
+  json status = json::object();
+  copy_fields(st, status, {"conditions", "admission"});
+  out["status"] = std::move(status);
+  return out;
+}
+
 json slim_object(json object) { return with_type_and_metadata(object); }
 
 }  // namespace trainbench::op

@@ -18,6 +18,8 @@ nlohmann::json slim_pod(nlohmann::json pod);
 nlohmann::json slim_node(nlohmann::json node);
 /// Metadata plus data (the result ConfigMaps' data.result).
 nlohmann::json slim_config_map(nlohmann::json config_map);
+/// Metadata plus status.conditions and status.admission (a Kueue Workload: kueue_workload.hpp).
+nlohmann::json slim_workload(nlohmann::json workload);
 /// Metadata only (services, serviceaccounts, roles, rolebindings: reconcile checks existence).
 nlohmann::json slim_object(nlohmann::json object);
 

@@ -7,6 +7,7 @@
 #include "kube/errors.hpp"
 #include "kube/retry.hpp"
 #include "operator/controller/cache_transforms.hpp"
+#include "operator/controller/kueue_workload.hpp"
 #include "operator/controller/manifests.hpp"
 #include "operator/controller/naming.hpp"
 #include "telemetry/http_get.hpp"
@@ -15,6 +16,8 @@ namespace trainbench::op {
 namespace {
 
 using nlohmann::json;
+
+kube::ResourceType kueue_workloads() { return {"kueue.x-k8s.io", "v1beta2", "workloads", true, "Workload"}; }
 
 const kube::ResourceType& type_of(const std::string& resource) {
   static const std::map<std::string, kube::ResourceType> types = {
@@ -26,8 +29,24 @@ const kube::ResourceType& type_of(const std::string& resource) {
       {"rolebindings", kube::resources::role_bindings()},
       {"events", kube::resources::events()},
       {"benchmarkjobs", kube::resources::benchmark_jobs()},
+      {"workloads", kueue_workloads()},
   };
   return types.at(resource);
+}
+
+/// The WorkloadPriorityClass `name`'s value, or nullopt (not found, or not readable: the
+/// Workload is then made without a priority, and the operator says why).
+std::optional<int> workload_priority(const kube::Client& client, const std::string& name) {
+  try {
+    const auto cls = client.try_get({"kueue.x-k8s.io", "v1beta2", "workloadpriorityclasses", false, "WorkloadPriorityClass"},
+                                    "", name);
+    if (cls && cls->contains("value") && (*cls)["value"].is_number_integer()) return (*cls)["value"].get<int>();
+    std::cerr << "trainbench-operator: WorkloadPriorityClass " << name << " not found: Workload without a priority\n";
+  } catch (const kube::ApiError& e) {
+    if (kube::is_transient(e)) throw;
+    std::cerr << "trainbench-operator: WorkloadPriorityClass " << name << ": " << e.what() << "\n";
+  }
+  return std::nullopt;
 }
 
 std::string managed_selector() { return std::string("app.kubernetes.io/managed-by=") + kManagedBy; }
@@ -102,6 +121,7 @@ Controller::Controller(std::shared_ptr<const kube::Client> client, ControllerOpt
   accounts_ = owned(kube::resources::service_accounts(), slim_object);
   roles_ = owned(kube::resources::roles(), slim_object);
   bindings_ = owned(kube::resources::role_bindings(), slim_object);
+  if (options_.kueue) workloads_ = owned(kueue_workloads(), slim_workload);
   if (options_.node_lost_after.count() > 0) {
     kube::ReflectorHandlers h;
     h.on_add = [this](const json& o) { enqueue_jobs_on_node(o); };
@@ -119,6 +139,7 @@ std::vector<kube::Reflector*> Controller::reflectors() const {
   std::vector<kube::Reflector*> all = {pods_.get(),  configmaps_.get(), services_.get(), accounts_.get(),
                                        roles_.get(), bindings_.get(),   jobs_.get()};
   if (nodes_) all.insert(all.begin(), nodes_.get());
+  if (workloads_) all.insert(all.begin(), workloads_.get());
   return all;
 }
 
@@ -268,6 +289,7 @@ bool Controller::reconcile_once(const std::string& key) {
   o.baseline = read_baseline(o.job);
   o.progress = progress_of(key, o.pods);
   o.progress_interval = options_.progress_interval;
+  if (options_.kueue) observe_workload(key, ns, name, now, o);
   o.now = Clock::now();
   const Decision d = reconcile(o, {unready_nodes(o.pods), options_.node_lost_after});
   const std::string version = o.job["metadata"].value("resourceVersion", "");
@@ -287,6 +309,18 @@ bool Controller::reconcile_once(const std::string& key) {
   queue_.forget(key);
   if (d.requeue_after) queue_.add_after(key, *d.requeue_after);
   return true;
+}
+
+void Controller::observe_workload(const std::string& key, const std::string& ns, const std::string& name,
+                                  OwnWrites::Clock::time_point now, Observed& o) {
+  const auto workloads = own_.overlay(key, "workloads", job_objects(*workloads_, ns, name), now);
+  if (!workloads.empty()) {
+    o.workload = workloads.front();
+    return;
+  }
+  const auto& md = o.job.at("metadata");
+  const std::string cls = md.value("labels", json::object()).value(kPriorityClassLabel, "");
+  if (!cls.empty() && !queue_name_of(o.job).empty()) o.workload_priority = workload_priority(*client_, cls);
 }
 
 void Controller::execute(const std::string& key, const std::string& ns, const std::string& job_version,
@@ -326,7 +360,14 @@ void Controller::execute(const std::string& key, const std::string& ns, const st
       for (const auto& name : a.names) own_.deleted(key, a.resource, name, now);
       return;
     }
+    case Action::Verb::Patch:
+      client_->merge_patch(type, ns, a.name, a.body);
+      return;
     case Action::Verb::PatchStatus:
+      if (a.resource != "benchmarkjobs") {  // a Workload's: its patch carries its own resourceVersion
+        client_->patch_status(type, ns, a.name, a.body);
+        return;
+      }
       try {
         json patch = a.body;
         // Optimistic concurrency: the status is written only onto the version it was computed from.

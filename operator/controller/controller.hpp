@@ -36,6 +36,9 @@ struct ControllerOptions {
   /// Reads the progress a master pod serves, by its pod IP (nullopt: unreachable or unreadable).
   /// Default: poll_master_progress; tests inject a fake.
   std::function<std::optional<RunProgressSample>(const std::string& pod_ip)> poll_progress;
+  /// --kueue: jobs labelled kueue.x-k8s.io/queue-name are queued by Kueue through a Workload each
+  /// (kueue_workload.hpp); the operator watches kueue.x-k8s.io Workloads.
+  bool kueue = false;
 };
 
 /// GET http://POD_IP:kMasterProgressPort/progress with a 1 s deadline, read as a RunProgressSample.
@@ -80,6 +83,10 @@ class Controller {
   void enqueue_waiting_on(const nlohmann::json& job);
   /// spec.baseline's object for a job that has ended and not decided Regressed (baseline.hpp).
   ObservedBaseline read_baseline(const nlohmann::json& job) const;
+  /// o.workload (the job's Workload, from the informer and the operator's own writes) and, before
+  /// one is made for a job naming a WorkloadPriorityClass, o.workload_priority (one read).
+  void observe_workload(const std::string& key, const std::string& ns, const std::string& name,
+                        OwnWrites::Clock::time_point now, Observed& o);
   /// A node changed: every job with a pod on it is reconciled.
   void enqueue_jobs_on_node(const nlohmann::json& node);
   std::vector<kube::Reflector*> reflectors() const;
@@ -111,7 +118,8 @@ class Controller {
   WorkQueue queue_;
   OwnWrites own_;
   std::unique_ptr<kube::Reflector> jobs_, pods_, configmaps_, services_, accounts_, roles_, bindings_;
-  std::unique_ptr<kube::Reflector> nodes_;  ///< only with node_lost_after > 0
+  std::unique_ptr<kube::Reflector> nodes_;      ///< only with node_lost_after > 0
+  std::unique_ptr<kube::Reflector> workloads_;  ///< Kueue's Workloads, only with kueue
 };
 
 }  // namespace trainbench::op

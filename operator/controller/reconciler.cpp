@@ -18,6 +18,7 @@
 #include "core/spec.hpp"
 #include "core/straggler.hpp"
 #include "operator/controller/json_access.hpp"
+#include "operator/controller/kueue_workload.hpp"
 #include "operator/controller/manifests.hpp"
 #include "operator/controller/naming.hpp"
 
@@ -332,6 +333,7 @@ class Reconcile {
     const RunPolicy& pol = spec.run_policy;
     const std::vector<RunConfig> runs = plan_runs(spec, pod_cores(job_.spec), ServerPlacement::OwnPods);
     runs_total_ = static_cast<int>(runs.size());
+    if (o_.kueue && !queue_name_of(o_.job).empty() && !follow_kueue(spec, runs)) return;
     if (spec.suspend) {
       suspend(spec, runs);
       return;
@@ -423,6 +425,79 @@ class Reconcile {
     return done;
   }
 
+  // ---- Kueue (kueue_workload.hpp, docs/install.md "Queueing with Kueue") ----
+
+  /// The job's Workload made, and spec.suspend kept to what Kueue decided: true unless the
+  /// Workload is admitted. False when this reconcile wrote spec.suspend: the next one decides on
+  /// the new spec (and writes no status now, which the spec write's new resourceVersion would
+  /// refuse). After an eviction, once no pod of the job is active, the quota is given back.
+  bool follow_kueue(const BenchmarkJob& spec, const std::vector<RunConfig>& runs) {
+    const std::string queue = queue_name_of(o_.job);
+    const std::string wl_name = workload_name(job_.name, job_.uid);
+    if (!o_.workload) {
+      const std::string cls = str_or(get_or(o_.job.at("metadata"), "labels", json::object()), kPriorityClassLabel);
+      d_.actions.push_back({Action::Verb::Create, "workloads", wl_name,
+                            workload(job_, queue, kueue_pod_sets(runs),
+                                     cls.empty() ? std::nullopt : std::optional<std::string>(cls), o_.workload_priority),
+                            "", {}});
+      suspend_why_ = "queued: Workload " + wl_name + " waits for Kueue's admission in LocalQueue " + queue;
+      return spec.suspend || !write_suspend(true);
+    }
+    const AdmissionState a = admission_of(*o_.workload);
+    const bool hold = a.admission != Admission::kAdmitted;
+    if (a.admission == Admission::kEvicted) {
+      suspend_why_ = "evicted by Kueue (Workload " + wl_name + "): " + a.message;
+    } else if (hold) {
+      suspend_why_ = "queued: Workload " + wl_name + " waits for Kueue's admission in LocalQueue " + queue +
+                     (a.message.empty() ? "" : ": " + a.message);
+    }
+    if (hold != spec.suspend) return !write_suspend(hold);
+    const bool active = std::any_of(o_.pods.begin(), o_.pods.end(), [](const json& p) {
+      return pod_phase(p) != "Succeeded" && pod_phase(p) != "Failed";
+    });
+    if (a.admission == Admission::kEvicted && a.quota_reserved && !active) {
+      d_.actions.push_back({Action::Verb::PatchStatus, "workloads", wl_name, give_back_quota_patch(*o_.workload, now_), "", {}});
+    }
+    return true;
+  }
+
+  /// Writes spec.suspend (a merge patch of the job); always true.
+  bool write_suspend(bool suspend) {
+    d_.actions.push_back({Action::Verb::Patch, "benchmarkjobs", job_.name, {{"spec", {{"suspend", suspend}}}}, "", {}});
+    spec_written_ = true;
+    return true;
+  }
+
+  /// The Workload's pod sets: the master, and the most trainer and parameter-server pods of any
+  /// run, each with that run's pod as template, so that every run of the sweep fits the admission.
+  std::vector<PodSetShape> kueue_pod_sets(const std::vector<RunConfig>& runs) const {
+    const RunConfig* most_nodes = &runs.front();
+    const RunConfig* most_servers = &runs.front();
+    for (const auto& r : runs) {
+      if (r.nodes > most_nodes->nodes) most_nodes = &r;
+      if (r.parameter_servers > most_servers->parameter_servers) most_servers = &r;
+    }
+    std::vector<PodSetShape> sets = {{"master", 1, master_pod(job_, *most_nodes, 0)},
+                                     {"trainer", most_nodes->nodes, trainer_pod(job_, *most_nodes, 0, 0)}};
+    if (most_servers->parameter_servers > 0) {
+      sets.push_back({"parameter-server", most_servers->parameter_servers, parameter_server_pod(job_, *most_servers, 0, 0)});
+    }
+    return sets;
+  }
+
+  /// An ended job's Workload is marked Finished: Kueue frees its quota.
+  void finish_workload() {
+    if (!o_.kueue || !o_.workload) return;
+    if (status_.phase != JobPhase::kSucceeded && status_.phase != JobPhase::kFailed) return;
+    if (admission_of(*o_.workload).admission == Admission::kFinished) return;
+    const Condition* c = status_.condition(status_.phase == JobPhase::kSucceeded ? ConditionType::kSucceeded
+                                                                                  : ConditionType::kFailed);
+    d_.actions.push_back({Action::Verb::PatchStatus, "workloads", workload_name(job_.name, job_.uid),
+                          finished_patch(*o_.workload, status_.phase == JobPhase::kSucceeded,
+                                         c != nullptr ? c->message : "", now_),
+                          "", {}});
+  }
+
   // ---- spec.suspend (docs/operator.md, "Suspend and queueing") ----
 
   bool is_suspended() const {
@@ -459,7 +534,7 @@ class Reconcile {
     for (const auto& p : o_.pods) {  // pods of finished runs stay (cleanPodPolicy), none runs
       if (pod_phase(p) != "Succeeded" && pod_phase(p) != "Failed") delete_pod(p);
     }
-    const std::string why = "spec.suspend is true: no pods run until it is false";
+    const std::string why = suspend_why_.empty() ? "spec.suspend is true: no pods run until it is false" : suspend_why_;
     if (!is_suspended()) emit("Normal", "Suspended", why, "g" + std::to_string(generation_));
     status_.phase = JobPhase::kSuspended;
     status_.set_condition(condition(ConditionType::kSuspended, true, "Suspended", why, now_, generation_));
@@ -901,8 +976,10 @@ class Reconcile {
   }
 
   Decision finish() {
+    if (spec_written_) return std::move(d_);  // decided again on the new spec (follow_kueue)
     status_.observed_generation = generation_;
     settle_progress();
+    finish_workload();
     json status = to_json(status_);  // the one place status becomes JSON
     if (status != original_status_) {
       d_.actions.push_back({Action::Verb::PatchStatus,
@@ -926,6 +1003,8 @@ class Reconcile {
   std::optional<ProgressDetail> next_progress_;  ///< estimate_progress's, for settle_progress
   int runs_total_ = 0;
   std::set<std::string> deleted_;
+  std::string suspend_why_;    ///< the Suspended condition's message when Kueue suspends the job
+  bool spec_written_ = false;  ///< spec.suspend written: no status this time (follow_kueue)
   Decision d_;
 };
 

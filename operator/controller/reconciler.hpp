@@ -42,6 +42,13 @@ struct Observed {
   /// --progress-interval: status.progressDetail is written at most this often, and only when it
   /// changed (0: no progress in status). A running job is requeued this often, which drives the polls.
   std::chrono::seconds progress_interval{0};
+  /// --kueue: a job labelled kueue.x-k8s.io/queue-name is queued by Kueue (kueue_workload.hpp).
+  bool kueue = false;
+  /// The job's Kueue Workload, when it has one.
+  std::optional<nlohmann::json> workload{};
+  /// The value of the WorkloadPriorityClass the job names (label kueue.x-k8s.io/priority-class),
+  /// read by the controller before the job's Workload is made; nullopt: none named, or unreadable.
+  std::optional<int> workload_priority{};
 };
 
 /// What reconcile knows of the nodes the job's pods run on (docs/operator.md, "Lost nodes").
@@ -60,10 +67,13 @@ struct Action {
   /// of a run or a job), instead of one request per pod.
   /// ForceDelete: a Delete with gracePeriodSeconds 0 (as kubectl delete --force), for pods on
   /// a lost node, which no kubelet will ever confirm gone.
-  enum class Verb { Create, Delete, ForceDelete, DeleteCollection, PatchStatus, Event };
+  /// Patch: a merge patch of the object itself (the job's spec.suspend, as Kueue's integrations
+  /// write it). PatchStatus: a merge patch of the status subresource; the job's carries the
+  /// resourceVersion the decision was made from, a Workload's patch carries its own.
+  enum class Verb { Create, Delete, ForceDelete, DeleteCollection, Patch, PatchStatus, Event };
   Verb verb = Verb::Create;
-  std::string resource;  ///< pods, services, configmaps, serviceaccounts, roles, rolebindings, events, benchmarkjobs
-  std::string name;      ///< for Delete, ForceDelete
+  std::string resource;  ///< pods, services, configmaps, serviceaccounts, roles, rolebindings, events, benchmarkjobs, workloads
+  std::string name;      ///< for Delete, ForceDelete, Patch, PatchStatus
   nlohmann::json body;   ///< object to create, status merge patch, or event
   std::string label_selector;      ///< for DeleteCollection
   std::vector<std::string> names;  ///< for DeleteCollection: the known objects it deletes

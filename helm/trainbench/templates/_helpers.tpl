@@ -125,4 +125,18 @@ get their own Role in the release namespace.
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]
+{{- if .Values.kueue.enabled }}
+# Kueue (--kueue): the operator is BenchmarkJob's Kueue integration. A Workload per queued job
+# (informer, create), its status written when an evicted job gave its pods up and when the job
+# ended; spec.suspend written as Kueue decides (patch on the job itself).
+- apiGroups: ["kueue.x-k8s.io"]
+  resources: ["workloads"]
+  verbs: ["list", "watch", "create"]
+- apiGroups: ["kueue.x-k8s.io"]
+  resources: ["workloads/status"]
+  verbs: ["patch"]
+- apiGroups: ["trainbench.dev"]
+  resources: ["benchmarkjobs"]
+  verbs: ["patch"]
+{{- end }}
 {{- end }}
