@@ -48,6 +48,8 @@
 #
 # DIR afterwards holds: config.yaml, certs/ (ca.crt, tls.crt, tls.key), kueue.log (the manager's
 # log), webhooks.yaml (what was registered), env (ports, names, pid; `kueue.sh env` prints it).
+# One Kueue per control plane at a time: two managers would both schedule every ClusterQueue's
+# Workloads (the ctest tests that start one hold RESOURCE_LOCK kueue).
 # Environment: KUEUE_BIN (default: scripts/kueue.sh --path), KUEUE_START_TIMEOUT (seconds, 120).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -122,7 +124,7 @@ for doc in yaml.safe_load_all(open(src)):
     if not kept:
         continue
     kind = 'mutating' if doc['kind'] == 'MutatingWebhookConfiguration' else 'validating'
-    doc['metadata'] = {'name': f'kueue-{ident}-{kind}', 'labels': {'trainbench.dev/kueue-fixture': ident}}
+    doc['metadata'] = {'name': f'kueue-{ident}-{kind}', 'labels': {'trainbench.dev/kueue-fixture': f'kueue-{ident}'}}
     doc['webhooks'] = kept
     out.append(doc)
 if len(out) != 2:
