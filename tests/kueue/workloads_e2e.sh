@@ -159,7 +159,7 @@ EOF
 }
 create_workload() {  # NAME GPUS COUNT [PRIORITY_CLASS]
   benchmarkjob "$1"
-  api POST "$WL" application/json "$(workload_json "$@")" >/dev/null || fail "creating Workload benchmarkjob-$1"
+  api POST "$WL" application/json "$(workload_json "$@")" >"$work/created-$1.json" || fail "creating Workload benchmarkjob-$1"
 }
 
 # The status writes of the external job controller.
@@ -304,6 +304,14 @@ stays benchmarkjob-b Admitted None 3
 log "B pending: $(wl_json benchmarkjob-b | py "print([c['message'] for c in w['status']['conditions'] if c['type']=='QuotaReserved'][0])")"
 
 # A finished (merge patch): its quota is released and B admitted.
+# A merge patch carrying a resourceVersion Kueue has moved past is refused with 409 Conflict: the
+# controller reads the Workload again and retries.
+stale_rv=$(py "print(w['metadata']['resourceVersion'])" <"$work/created-a.json")  # as created, before Kueue admitted it
+if out=$(api PATCH "$WL/benchmarkjob-a/status" application/merge-patch+json \
+  "{\"metadata\": {\"resourceVersion\": \"$stale_rv\"}, \"status\": {\"conditions\": []}}" 2>&1); then
+  fail "a status merge patch with a stale resourceVersion was accepted"
+fi
+grep -q 'HTTP 409' <<<"$out" || fail "a stale status merge patch: $out"
 finish_merge a
 wait_cond benchmarkjob-a Finished True Succeeded
 wait_cond benchmarkjob-b Admitted True Admitted 60
