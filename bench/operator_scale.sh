@@ -27,45 +27,19 @@ BUILD=$(realpath "${1:-build}")
 JOBS=${2:-1000}
 NODES=${NODES:-8}
 MAX_PODS=${MAX_PODS:-300}
-HELM=${HELM:-$REPO/.tools/helm/helm}
 PY=/usr/bin/python3
 NODEAGENT=$BUILD/tests/nodeagent/trainbench-nodeagent
 OPERATOR=$BUILD/operator/trainbench-operator
-for b in "$NODEAGENT" "$OPERATOR" "$HELM"; do [ -x "$b" ] || { echo "missing $b" >&2; exit 1; }; done
+for b in "$NODEAGENT" "$OPERATOR"; do [ -x "$b" ] || { echo "missing $b" >&2; exit 1; }; done
 [ $((NODES * MAX_PODS)) -ge $((2 * JOBS)) ] || { echo "NODES x MAX_PODS < 2 x JOBS pods" >&2; exit 1; }
-export CONTROLPLANE_BIN=${CONTROLPLANE_BIN:-$(bash scripts/controlplane.sh --path)}  # before HOME moves
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/operator-scale.XXXXXX")
-CP=$WORK/cp
-export HOME="$WORK/home" KUBECACHEDIR="$WORK/kubecache"
-mkdir -p "$HOME"
-PIDS=()
-cleanup() {
-  local rc=$? p
-  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  if [ $rc != 0 ]; then
-    for f in "$WORK"/operator.log "$WORK"/node-1.log "$WORK"/chart.log; do
-      [ -f "$f" ] && { echo "---- $(basename "$f") (tail)"; tail -n 15 "$f"; }
-    done >&2
-  fi
-  [ ! -d "$CP" ] || bash tests/controlplane/controlplane.sh stop "$CP" >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-  exit $rc
-}
-trap cleanup EXIT
-say() { echo "operator_scale: $*" >&2; }
-wait_for() {  # wait_for SECONDS CMD...
-  local end=$((SECONDS + $1)); shift
-  until "$@" >/dev/null 2>&1; do [ $SECONDS -lt $end ] || return 1; sleep 0.5; done
-}
+# shellcheck source=../tests/scale/operator_at_scale.sh
+source tests/scale/operator_at_scale.sh
+scale_init operator-scale
+SCALE_LOGS+=("$WORK/node-1.log")
+trap scale_cleanup EXIT
 
 # ---- the control plane, the chart, the nodes, the operator ----
-bash tests/controlplane/controlplane.sh start "$CP" >"$WORK/controlplane.log" 2>&1 ||
-  { cat "$WORK/controlplane.log" >&2; exit 1; }
-export KUBECONFIG=$CP/kubeconfig CONTROLPLANE_DIR=$CP PATH="$CP/bin:$PATH"
-HELM=$HELM REPO=$REPO bash tests/controlplane/chart_install.sh >"$WORK/chart.log" 2>&1
-say "control plane $(cat "$CP/url") ($(kubectl version -o json | jq -r .serverVersion.gitVersion)), chart installed"
+scale_controlplane
 
 for i in $(seq 1 "$NODES"); do
   mkdir -p "$WORK/nodes/$i"
@@ -79,28 +53,8 @@ nodes_ready() {
 }
 wait_for 120 nodes_ready || { say "nodes not Ready"; exit 1; }
 
-# The operator under the chart's ServiceAccount (a TokenRequest token), with the chart's flags
-# but for the listen addresses (loopback, ports of the kernel's choice), as tests/operator/e2e do.
-NS_OP=trainbench-system
-sa=$(kubectl -n $NS_OP get serviceaccount -l app.kubernetes.io/instance=trainbench -o jsonpath='{.items[0].metadata.name}')
-token=$(kubectl -n $NS_OP create token "$sa" --duration 4h)
-printf '%s\n' "apiVersion: v1" "kind: Config" \
-  "clusters: [{name: c, cluster: {server: \"$(cat "$CP/url")\", certificate-authority: \"$CP/pki/ca.crt\"}}]" \
-  "users: [{name: $sa, user: {token: \"$token\"}}]" \
-  "contexts: [{name: c, context: {cluster: c, user: $sa, namespace: $NS_OP}}]" "current-context: c" \
-  >"$WORK/operator.kubeconfig"
-mapfile -t CHART_FLAGS < <(kubectl -n $NS_OP get deployment -l app.kubernetes.io/instance=trainbench \
-  -o jsonpath='{range .items[0].spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}' |
-  grep -v -e '^--metrics-bind-address' -e '^--health-probe-bind-address')
 OPERATOR_ARGS=(${OPERATOR_ARGS:-})
-"$OPERATOR" --kubeconfig "$WORK/operator.kubeconfig" "${CHART_FLAGS[@]}" --metrics-bind-address 127.0.0.1:0 \
-  --health-probe-bind-address 127.0.0.1:0 "${OPERATOR_ARGS[@]}" >"$WORK/operator.log" 2>&1 &
-OP=$!
-PIDS+=($OP)
-wait_for 30 grep -q "serving /healthz and /readyz on" "$WORK/operator.log" || { say "operator did not start"; exit 1; }
-probe=$(sed -n 's|.*serving /healthz and /readyz on ||p' "$WORK/operator.log" | head -1)
-ready() { [ "$(curl -sf "http://$probe/readyz")" = ok ]; }  # leading, informers synced
-wait_for 60 ready || { say "operator not ready"; exit 1; }
+scale_operator "$OPERATOR" "${OPERATOR_ARGS[@]}"
 say "$NODES simulated nodes (max-pods $MAX_PODS), operator ready: ${CHART_FLAGS[*]} ${OPERATOR_ARGS[*]}"
 
 kubectl create namespace bench >/dev/null
@@ -223,8 +177,7 @@ PY
 )
 echo "| $JOBS | $(($(rss) / 1024)) MiB | $(($(hwm) / 1024)) MiB | $took | $pods_at |"
 # The operator's own account of its work (its /metrics): reconciles and their mean duration.
-metrics=$(sed -n 's|.*serving metrics on \(.*\)/metrics|\1|p' "$WORK/operator.log" | head -1)
-curl -sf "http://$metrics/metrics" | awk '
+curl -sf "http://$OPERATOR_METRICS/metrics" | awk '
   /^trainbench_operator_reconcile_duration_seconds_count/ {n = $2}
   /^trainbench_operator_reconcile_duration_seconds_sum/ {s = $2}
   END {if (n) printf "\noperator: %d reconciles since its start, mean %.1f ms\n", n, 1000 * s / n}'
