@@ -289,7 +289,8 @@ bool Controller::reconcile_once(const std::string& key) {
   o.baseline = read_baseline(o.job);
   o.progress = progress_of(key, o.pods);
   o.progress_interval = options_.progress_interval;
-  if (options_.kueue) observe_workload(key, ns, name, now, o);
+  o.kueue = options_.kueue;
+  if (o.kueue) observe_workload(key, ns, name, now, o);
   o.now = Clock::now();
   const Decision d = reconcile(o, {unready_nodes(o.pods), options_.node_lost_after});
   const std::string version = o.job["metadata"].value("resourceVersion", "");

@@ -109,7 +109,8 @@ json workload(const JobContext& job, const std::string& queue, const std::vector
   for (const auto& s : pod_sets) {
     if (s.count > 0) sets.push_back({{"name", s.name}, {"count", s.count}, {"template", template_of(s.pod)}});
   }
-  json labels = {{kJobLabel, job.name}, {"app.kubernetes.io/managed-by", kManagedBy}};
+  // kueue.x-k8s.io/job-uid: what Kueue's own integrations set, and what its eviction messages name.
+  json labels = {{kJobLabel, job.name}, {"app.kubernetes.io/managed-by", kManagedBy}, {"kueue.x-k8s.io/job-uid", job.uid}};
   if (priority_class) labels[kPriorityClassLabel] = *priority_class;
   json wl = {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
              {"kind", "Workload"},

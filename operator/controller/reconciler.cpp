@@ -452,10 +452,7 @@ class Reconcile {
                      (a.message.empty() ? "" : ": " + a.message);
     }
     if (hold != spec.suspend) return !write_suspend(hold);
-    const bool active = std::any_of(o_.pods.begin(), o_.pods.end(), [](const json& p) {
-      return pod_phase(p) != "Succeeded" && pod_phase(p) != "Failed";
-    });
-    if (a.admission == Admission::kEvicted && a.quota_reserved && !active) {
+    if (a.admission == Admission::kEvicted && a.quota_reserved && !any_pod_active()) {
       d_.actions.push_back({Action::Verb::PatchStatus, "workloads", wl_name, give_back_quota_patch(*o_.workload, now_), "", {}});
     }
     return true;
@@ -485,11 +482,20 @@ class Reconcile {
     return sets;
   }
 
-  /// An ended job's Workload is marked Finished: Kueue frees its quota.
+  /// Whether a pod of the job has not ended (also one being deleted: it may still hold its GPUs).
+  bool any_pod_active() const {
+    return std::any_of(o_.pods.begin(), o_.pods.end(), [](const json& p) {
+      return pod_phase(p) != "Succeeded" && pod_phase(p) != "Failed";
+    });
+  }
+
+  /// An ended job's Workload is marked Finished, which frees its quota: once no pod of the job is
+  /// active (trainer pods serve their last metrics for a while after the run, and the ones the
+  /// end deletes terminate first).
   void finish_workload() {
     if (!o_.kueue || !o_.workload) return;
     if (status_.phase != JobPhase::kSucceeded && status_.phase != JobPhase::kFailed) return;
-    if (admission_of(*o_.workload).admission == Admission::kFinished) return;
+    if (admission_of(*o_.workload).admission == Admission::kFinished || any_pod_active()) return;
     const Condition* c = status_.condition(status_.phase == JobPhase::kSucceeded ? ConditionType::kSucceeded
                                                                                   : ConditionType::kFailed);
     d_.actions.push_back({Action::Verb::PatchStatus, "workloads", workload_name(job_.name, job_.uid),

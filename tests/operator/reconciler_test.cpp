@@ -1455,9 +1455,14 @@ TEST(Kueue, AdmissionStartsTheJobAndTheEndFinishesItsWorkload) {
   all_running(o);
   apply(o, reconcile(o));
   deliver_result(o, 1, 0, 4);
+  all_running(o);  // the trainers serve their last metrics for a while
   d = reconcile(o);
   apply(o, d);
   EXPECT_EQ(o.job["status"]["phase"], "Succeeded");
+  EXPECT_TRUE(of(d, Action::Verb::PatchStatus, "workloads").empty()) << "not while a pod may hold its GPUs";
+  for (auto& p : o.pods) p["status"]["phase"] = "Succeeded";
+  d = reconcile(o);
+  apply(o, d);
   const auto finished = of(d, Action::Verb::PatchStatus, "workloads");
   ASSERT_EQ(finished.size(), 1u) << "the ended job's Workload is Finished: Kueue frees its quota";
   EXPECT_EQ(admission_of(*o.workload).admission, Admission::kFinished);

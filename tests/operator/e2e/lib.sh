@@ -36,6 +36,8 @@ cleanup() {
     [ -z "$denied" ] || { echo "FAIL: the API server refused the operator (403): $denied" >&2; rc=1; }
   fi
   for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  # A script's own clean-up (EXTRA_CLEANUP: shell words run first, e.g. its cluster-scoped objects).
+  [ -z "${EXTRA_CLEANUP:-}" ] || eval "$EXTRA_CLEANUP" || true
   cleanup_namespace
   # Bounded: a process that has not stopped 30 s after SIGTERM is killed, and the log says so,
   # instead of holding the test until ctest's timeout.
@@ -128,6 +130,8 @@ RELEASE=tb-$$  # unique: a scope-cluster release names its ClusterRole after its
 # handling needs to read nodes). Either way the test's operator watches only the test's namespace
 # (--namespace after the chart's flags), so tests on the shared control plane never meet.
 CHART_SCOPE=${CHART_SCOPE:-namespace}
+# CHART_SETS: more `--set k=v` words for the chart (e.g. --set kueue.enabled=true).
+CHART_SETS=${CHART_SETS:-}
 # start_namespace: the test's namespace on the shared control plane, the chart installed there by
 # the real helm (scope namespace: a Role, not a ClusterRole; no operator pod), and what the
 # operator runs with: a kubeconfig with the chart's ServiceAccount token and the chart's flags. kubectl's context namespace
@@ -143,7 +147,7 @@ start_namespace() {
   # PodNodeSelector: every pod of this namespace goes to this test's nodes, none of another's.
   kc annotate namespace "$NS" "scheduler.alpha.kubernetes.io/node-selector=trainbench.dev/e2e-namespace=$NS" >/dev/null
   HELM_CACHE_HOME="$WORK/helm/cache" HELM_CONFIG_HOME="$WORK/helm/config" HELM_DATA_HOME="$WORK/helm/data" \
-    "$HELM" install "$RELEASE" "$REPO/helm/trainbench" --namespace "$NS" --set "scope=$CHART_SCOPE" --set replicaCount=0 \
+    "$HELM" install "$RELEASE" "$REPO/helm/trainbench" --namespace "$NS" --set "scope=$CHART_SCOPE" --set replicaCount=0 ${CHART_SETS:-} \
     >"$WORK/helm-install.log" 2>&1 || fail "helm install: $(cat "$WORK/helm-install.log")"
   local sa token server
   sa=$(kc get serviceaccount -l "app.kubernetes.io/instance=$RELEASE" -o jsonpath='{.items[0].metadata.name}')
