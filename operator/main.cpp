@@ -6,7 +6,7 @@
 //                       [--leader-elect-retry-period S] [--node-lost-after S]
 //                       [--workers N] [--qps Q] [--burst B] [--progress-interval S]
 //                       [--metrics-bind-address HOST:PORT|0] [--health-probe-bind-address HOST:PORT|0]
-//                       [--kueue]
+//                       [--kueue] [--pod-create-parallelism N]
 //
 // --kueue: jobs labelled kueue.x-k8s.io/queue-name wait for Kueue's admission, through a Workload
 // each (operator/controller/kueue_workload.hpp; Kueue's CRDs must be installed).
@@ -58,6 +58,7 @@ struct Flags {
   int node_lost_after_s = 60;
   int progress_interval_s = 10;  ///< status.progressDetail at most this often per job; 0: off
   bool kueue = false;            ///< --kueue: queue labelled jobs through Kueue Workloads
+  int pod_create_parallelism = 32;  ///< pod creates in flight at once (slow-start batches)
   int workers = 2;
   double qps = 50;
   int burst = 200;
@@ -86,6 +87,17 @@ int whole_seconds(const std::string& flag, std::string v) {
   return n;
 }
 
+void print_usage() {
+  std::cout << "usage: trainbench-operator [--kubeconfig PATH] [--context NAME] [--namespace NS]\n"
+               "       [--leader-elect=true|false] [--lease-namespace NS] [--lease-name NAME]\n"
+               "       [--leader-elect-lease-duration S] [--leader-elect-renew-deadline S]\n"
+               "       [--leader-elect-retry-period S] [--node-lost-after S (0: off)]\n"
+               "       [--workers N] [--qps Q] [--burst B] [--progress-interval S (0: off)]\n"
+               "       [--metrics-bind-address HOST:PORT|0] [--health-probe-bind-address HOST:PORT|0]\n"
+               "       [--kube-api-timeout SECONDS (per API request, default 30)] [--kueue]\n"
+               "       [--pod-create-parallelism N (pod creates in flight at once, default 32)]\n";
+}
+
 Flags parse(int argc, char** argv) {
   Flags f;
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -111,13 +123,7 @@ Flags parse(int argc, char** argv) {
     };
     auto seconds = [&](const std::string& v) { return whole_seconds(a, v); };
     if (a == "--help" || a == "-h") {
-      std::cout << "usage: trainbench-operator [--kubeconfig PATH] [--context NAME] [--namespace NS]\n"
-                   "       [--leader-elect=true|false] [--lease-namespace NS] [--lease-name NAME]\n"
-                   "       [--leader-elect-lease-duration S] [--leader-elect-renew-deadline S]\n"
-                   "       [--leader-elect-retry-period S] [--node-lost-after S (0: off)]\n"
-                   "       [--workers N] [--qps Q] [--burst B] [--progress-interval S (0: off)]\n"
-                   "       [--metrics-bind-address HOST:PORT|0] [--health-probe-bind-address HOST:PORT|0]\n";
-      std::cout << "       [--kube-api-timeout SECONDS (per API request, default 30)] [--kueue]\n";
+      print_usage();
       std::exit(0);
     } else if (a == "--kubeconfig") {
       f.kubeconfig = next();
@@ -145,6 +151,10 @@ Flags parse(int argc, char** argv) {
       f.progress_interval_s = seconds(next());
     } else if (a == "--kueue") {
       f.kueue = true;
+    } else if (a == "--pod-create-parallelism") {
+      f.pod_create_parallelism = static_cast<int>(number(next()));
+      if (f.pod_create_parallelism < 1 || f.pod_create_parallelism > 1000)
+        usage_error("--pod-create-parallelism must be in [1, 1000]");
     } else if (a == "--workers") {
       f.workers = static_cast<int>(number(next()));
     } else if (a == "--qps") {
@@ -273,6 +283,7 @@ void run_controller(const Flags& flags, std::shared_ptr<const trainbench::kube::
   co.node_lost_after = std::chrono::seconds(flags.node_lost_after_s);
   co.progress_interval = std::chrono::seconds(flags.progress_interval_s);
   co.kueue = flags.kueue;
+  co.pod_create_parallelism = flags.pod_create_parallelism;
   co.metrics = metrics;
   trainbench::op::Controller controller(std::move(client), co);
   metrics->set_snapshot_source([&controller] {

@@ -1,6 +1,7 @@
 #include "operator/controller/controller.hpp"
 
 #include <algorithm>
+#include <future>
 #include <iostream>
 #include <thread>
 
@@ -295,7 +296,7 @@ bool Controller::reconcile_once(const std::string& key) {
   const Decision d = reconcile(o, {unready_nodes(o.pods), options_.node_lost_after});
   const std::string version = o.job["metadata"].value("resourceVersion", "");
   try {
-    for (const auto& a : d.actions) execute(key, ns, version, a);
+    execute_all(key, ns, version, d.actions);
   } catch (const kube::ConflictError&) {
     // The job changed since this reconcile read it (its status write carries the version it
     // read): decide again on the new one.
@@ -310,6 +311,43 @@ bool Controller::reconcile_once(const std::string& key) {
   queue_.forget(key);
   if (d.requeue_after) queue_.add_after(key, *d.requeue_after);
   return true;
+}
+
+void Controller::execute_all(const std::string& key, const std::string& ns, const std::string& job_version,
+                             const std::vector<Action>& actions) {
+  std::vector<const Action*> creates;  // consecutive pod creates: a run's gang
+  for (std::size_t i = 0; i <= actions.size(); ++i) {
+    if (i < actions.size() && actions[i].verb == Action::Verb::Create && actions[i].resource == "pods") {
+      creates.push_back(&actions[i]);
+      continue;
+    }
+    if (!creates.empty()) create_pods(key, ns, creates);
+    creates.clear();
+    if (i < actions.size()) execute(key, ns, job_version, actions[i]);
+  }
+}
+
+void Controller::create_pods(const std::string& key, const std::string& ns, const std::vector<const Action*>& creates) {
+  const std::size_t most = static_cast<std::size_t>(std::max(1, options_.pod_create_parallelism));
+  std::size_t done = 0;
+  for (std::size_t batch = 1; done < creates.size(); batch = std::min(2 * batch, most)) {
+    const std::size_t n = std::min({batch, most, creates.size() - done});
+    std::vector<std::future<void>> running;
+    for (std::size_t i = 0; i < n; ++i) {
+      const Action* a = creates[done + i];
+      running.push_back(std::async(std::launch::async, [this, &key, &ns, a] { execute(key, ns, "", *a); }));
+    }
+    std::exception_ptr failed;
+    for (auto& f : running) {
+      try {
+        f.get();
+      } catch (...) {
+        if (!failed) failed = std::current_exception();
+      }
+    }
+    if (failed) std::rethrow_exception(failed);  // the rest is not tried: the reconcile fails
+    done += n;
+  }
 }
 
 void Controller::observe_workload(const std::string& key, const std::string& ns, const std::string& name,

@@ -39,6 +39,9 @@ struct ControllerOptions {
   /// --kueue: jobs labelled kueue.x-k8s.io/queue-name are queued by Kueue through a Workload each
   /// (kueue_workload.hpp); the operator watches kueue.x-k8s.io Workloads.
   bool kueue = false;
+  /// --pod-create-parallelism: at most this many pod creates in flight at once (create_pods); 1:
+  /// one after another.
+  int pod_create_parallelism = 32;
 };
 
 /// GET http://POD_IP:kMasterProgressPort/progress with a 1 s deadline, read as a RunProgressSample.
@@ -70,6 +73,14 @@ class Controller {
  private:
   void enqueue_owner(const nlohmann::json& obj);
   void execute(const std::string& key, const std::string& ns, const std::string& job_version, const Action& action);
+  /// The decision's actions in order; consecutive pod creates (a run's gang) through create_pods.
+  void execute_all(const std::string& key, const std::string& ns, const std::string& job_version,
+                   const std::vector<Action>& actions);
+  /// Pod creates in slow-start batches, as Kubernetes' Job controller creates a Job's pods: 1,
+  /// then 2, 4, ... at once (at most pod_create_parallelism), each batch waited for; a failed
+  /// create stops the rest (the reconcile fails before its status write and is retried), so a
+  /// refused pod costs one request, not a gang's worth. The client's rate limit still applies.
+  void create_pods(const std::string& key, const std::string& ns, const std::vector<const Action*>& creates);
   /// The reflector's objects labelled with this job, in its namespace.
   std::vector<nlohmann::json> job_objects(const kube::Reflector& r, const std::string& ns, const std::string& job) const;
   bool exists(const kube::Reflector& r, const std::string& key, const std::string& resource, const std::string& ns,

@@ -20,6 +20,7 @@ constexpr int kMetricsPort = 9400;
 /// period that covers it.
 constexpr int kDefaultMetricsLingerSeconds = 20;
 constexpr int kGraceBeyondLingerSeconds = 10;
+constexpr const char* kGpuResource = "nvidia.com/gpu";
 
 /// TRAINBENCH_METRICS_LINGER_SECONDS from spec.template.env when it is a plain number there.
 std::optional<int> template_linger_seconds(const json& tmpl) {
@@ -244,6 +245,24 @@ json master_pod(const JobContext& job, const RunConfig& run, int attempt) {
              c, true);
 }
 
+namespace {
+
+/// A trainer pod's resources: spec.template.resources, and for a cuda job whose template does not
+/// name nvidia.com/gpu, the run's devicesPerNode GPUs (requests = limits, as for any extended
+/// resource): each run of a sweep holds the GPUs it uses, a 1-GPU run one GPU, not a node's worth.
+json trainer_resources(const JobContext& job, const json& tmpl, const RunConfig& run) {
+  json res = get_or(tmpl, "resources", json::object());
+  if (get_or(job.spec, "device", "cpu") != "cuda") return res;
+  for (const char* kind : {"limits", "requests"}) {
+    if (get_or(get_or(res, kind, json::object()), kGpuResource, nullptr) != nullptr) return res;
+  }
+  res["limits"][kGpuResource] = run.devices_per_node;
+  res["requests"][kGpuResource] = run.devices_per_node;
+  return res;
+}
+
+}  // namespace
+
 json trainer_pod(const JobContext& job, const RunConfig& run, int attempt, int node) {
   const json tmpl = get_or(job.spec, "template", json::object());
   json c = {{"name", kTrainerContainer},
@@ -257,7 +276,8 @@ json trainer_pod(const JobContext& job, const RunConfig& run, int attempt, int n
     ports.push_back({{"name", "metrics-" + std::to_string(i)}, {"containerPort", kMetricsPort + i}, {"protocol", "TCP"}});
   }
   c["ports"] = ports;
-  if (tmpl.contains("resources")) c["resources"] = tmpl["resources"];
+  c["resources"] = trainer_resources(job, tmpl, run);
+  if (c["resources"].empty()) c.erase("resources");
   json p = pod(job, trainer_pod_name(job.name, run.index, attempt, node), run, attempt, to_string(Role::kTrainer),
                trainer_pod_variables(job, run, node), c, false);
   const int linger = template_linger_seconds(tmpl).value_or(kDefaultMetricsLingerSeconds);

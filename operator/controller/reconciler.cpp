@@ -465,17 +465,20 @@ class Reconcile {
     return true;
   }
 
-  /// The Workload's pod sets: the master, and the most trainer and parameter-server pods of any
-  /// run, each with that run's pod as template, so that every run of the sweep fits the admission.
+  /// The Workload's pod sets: the master, the most trainer pods of any run, each like the trainer
+  /// pod of the run with the most devices a node (a cuda job's pods ask for their run's GPUs), and
+  /// the most parameter-server pods: every run of the sweep fits the admission.
   std::vector<PodSetShape> kueue_pod_sets(const std::vector<RunConfig>& runs) const {
     const RunConfig* most_nodes = &runs.front();
+    const RunConfig* most_devices = &runs.front();
     const RunConfig* most_servers = &runs.front();
     for (const auto& r : runs) {
       if (r.nodes > most_nodes->nodes) most_nodes = &r;
+      if (r.devices_per_node > most_devices->devices_per_node) most_devices = &r;
       if (r.parameter_servers > most_servers->parameter_servers) most_servers = &r;
     }
     std::vector<PodSetShape> sets = {{"master", 1, master_pod(job_, *most_nodes, 0)},
-                                     {"trainer", most_nodes->nodes, trainer_pod(job_, *most_nodes, 0, 0)}};
+                                     {"trainer", most_nodes->nodes, trainer_pod(job_, *most_devices, 0, 0)}};
     if (most_servers->parameter_servers > 0) {
       sets.push_back({"parameter-server", most_servers->parameter_servers, parameter_server_pod(job_, *most_servers, 0, 0)});
     }

@@ -77,9 +77,11 @@ struct ControllerOnFakeCluster {
   std::atomic<bool> stopping{false};
   std::unique_ptr<Controller> controller;
   std::thread runner;
+  int pod_create_parallelism = 32;
 
   void start() {
     ControllerOptions options;
+    options.pod_create_parallelism = pod_create_parallelism;
     options.watch_namespace = "ns1";
     options.workers = 1;
     options.metrics = metrics;
@@ -131,6 +133,7 @@ std::vector<std::string> requests_of(const Decision& d) {
       case Action::Verb::DeleteCollection:
         out.push_back("DELETE " + a.resource + " ");
         break;
+      case Action::Verb::Patch:
       case Action::Verb::PatchStatus:
         out.push_back("PATCH " + a.resource + " " + a.name);
         break;
@@ -262,6 +265,35 @@ TEST(Controller, ATransientErrorRequeuesWithExponentialBackoff) {
   EXPECT_EQ(f.cluster.count("POST", "pods"), 4u) << "the master twice in vain, then the master and its trainer";
   EXPECT_EQ(f.cluster.count("POST", "serviceaccounts"), 1u) << "what was made is not made again";
   EXPECT_EQ(f.job_status()["phase"], "Running");
+}
+
+TEST(Controller, AGangsPodsAreCreatedInSlowStartBatchesThatAFailureStops) {
+  ControllerOnFakeCluster f;
+  json job = job_object();
+  job["spec"]["sweep"][0] = {{"nodes", 40}, {"devicesPerNode", 1}};  // 41 pods: batches of 1, 2, 4, 8, 16, then 10
+  f.cluster.seed("benchmarkjobs", job);
+  f.cluster.fail_next("POST", "pods", 500, "InternalError");
+  f.start();
+  ASSERT_EQ(f.metrics->wait_for(1), std::vector<Outcome>{Outcome::kError});
+  EXPECT_EQ(f.cluster.count("POST", "pods"), 1u) << "the first batch is one pod: a refused gang costs one request";
+  EXPECT_EQ(f.cluster.count("PATCH", "benchmarkjobs"), 0u);
+  f.wait_requeued();
+  f.clock->advance(100ms);
+  ASSERT_EQ(f.metrics->wait_for(2), (std::vector<Outcome>{Outcome::kError, Outcome::kSuccess}));
+  EXPECT_EQ(f.cluster.count("POST", "pods"), 42u) << "then every pod of the gang, each once";
+  for (int n = 0; n < 40; ++n) EXPECT_TRUE(f.cluster.get("pods", "ns1", trainer_pod_name("bj", 0, 0, n)).has_value());
+  EXPECT_EQ(f.job_status()["runs"][0]["phase"], "Starting");
+}
+
+TEST(Controller, PodCreatesOneAtATimeCreateTheWholeGang) {
+  ControllerOnFakeCluster f;  // --pod-create-parallelism=1: more batches than a size_t has bits
+  f.pod_create_parallelism = 1;
+  json job = job_object();
+  job["spec"]["sweep"][0] = {{"nodes", 70}, {"devicesPerNode", 1}};
+  f.cluster.seed("benchmarkjobs", job);
+  f.start();
+  ASSERT_EQ(f.metrics->wait_for(1), std::vector<Outcome>{Outcome::kSuccess});
+  EXPECT_EQ(f.cluster.count("POST", "pods"), 71u);
 }
 
 TEST(Controller, AConflictingStatusWriteIsDecidedAgain) {

@@ -1371,6 +1371,14 @@ TEST(Reconciler, AFailureWithoutAWorkerLineKeepsTheMessageWithoutNoise) {
 
 // ---- Kueue (operator/controller/kueue_workload.hpp) ----
 
+/// The pod a decision creates under `name` (null when none).
+json o_pod(const Decision& d, const std::string& name) {
+  for (const auto* a : of(d, Action::Verb::Create, "pods")) {
+    if (a->body["metadata"]["name"] == name) return a->body;
+  }
+  return json();
+}
+
 /// A job queued in LocalQueue `team` (label kueue.x-k8s.io/queue-name), with --kueue on.
 Observed queued_job(json spec_extra = json::object()) {
   Observed o{job_object(std::move(spec_extra)), {}, {}, {}, false, false, false, t0()};
@@ -1434,6 +1442,35 @@ TEST(Kueue, AQueuedJobGetsAWorkloadForItsLargestRunAndWaitsSuspended) {
       << (*c)["message"];
   EXPECT_EQ(o.job["status"]["phase"], "Suspended");
   EXPECT_TRUE(reconcile(o).actions.empty()) << "queued: nothing to do until Kueue decides";
+}
+
+TEST(Reconciler, ACudaJobsTrainerPodsAskForTheirRunsGpusUnlessTheTemplateSays) {
+  // Run 0: 1 node x 1 device; run 1: 2 nodes x 2 devices.
+  Observed o{job_object({{"device", "cuda"}}), {}, {}, {}, false, false, false, t0()};
+  const Decision d = reconcile(o);
+  const json trainer = o_pod(d, trainer_pod_name("bj", 0, 0, 0));
+  EXPECT_EQ(trainer["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], 1);
+  EXPECT_EQ(trainer["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"], 1);
+  EXPECT_FALSE(o_pod(d, master_pod_name("bj", 0, 0))["spec"]["containers"][0]["resources"]["limits"].is_object())
+      << "the master uses no GPU";
+  // The template's own GPU count wins (the same for every run), and a cpu job asks for none.
+  Observed t{job_object({{"device", "cuda"}, {"template", {{"resources", {{"limits", {{"nvidia.com/gpu", 8}}}}}}}}),
+             {}, {}, {}, false, false, false, t0()};
+  const Decision dt = reconcile(t);
+  EXPECT_EQ(o_pod(dt, trainer_pod_name("bj", 0, 0, 0))["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], 8);
+  Observed c{job_object(), {}, {}, {}, false, false, false, t0()};
+  const Decision dc = reconcile(c);
+  EXPECT_FALSE(o_pod(dc, trainer_pod_name("bj", 0, 0, 0))["spec"]["containers"][0].contains("resources"));
+}
+
+TEST(Kueue, ACudaJobsWorkloadAsksForItsLargestRunsGpus) {
+  Observed o = queued_job({{"device", "cuda"}});
+  const Decision d = reconcile(o);
+  const auto made = of(d, Action::Verb::Create, "workloads");
+  ASSERT_EQ(made.size(), 1u);
+  const json& trainers = made[0]->body["spec"]["podSets"][1];
+  EXPECT_EQ(trainers["count"], 2);
+  EXPECT_EQ(trainers["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], 2);
 }
 
 TEST(Kueue, AdmissionStartsTheJobAndTheEndFinishesItsWorkload) {
