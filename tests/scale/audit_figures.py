@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Per-run figures of a sweep from the real API server's audit log (tests/scale/sweep1000_e2e.sh).
 
-  audit_figures.py AUDIT_LOG NAMESPACE JOB RUNS_JSON EXTRA_JSON OUT_JSON
+  audit_figures.py AUDIT_LOG NAMESPACE JOB RUNS_JSON EXTRA_JSON OUT_JSON [PROXY_LOG]
 RUNS_JSON: [{"index", "gpus", "pods"}] as planned; EXTRA_JSON: figures measured elsewhere (operator
 CPU seconds and VmHWM, status bytes, qps), copied into OUT_JSON. Prints a Markdown table.
+PROXY_LOG: tests/faultproxy's --log when the operator went through it: the operator's requests the
+proxy answered itself (no upstreamCode: a 429, a reset before forwarding) never reached the
+server's audit log, yet the operator made them; they count in its requests and rates (at the
+time the proxy received them; watches left out as in the audit log) and in operatorAnsweredByProxy.
 
 The audit log holds JSON lines at level Metadata; each request's ResponseComplete stage is used,
 its requestReceivedTimestamp (when it arrived) and stageTimestamp (when it was answered). A run
@@ -25,6 +29,7 @@ import sys
 from datetime import datetime, timezone
 
 audit, ns, job, runs_path, extra_path, out_path = sys.argv[1:7]
+proxy_log = sys.argv[7] if len(sys.argv) > 7 else None
 runs = json.load(open(runs_path))
 extra = json.load(open(extra_path))
 
@@ -44,7 +49,12 @@ with open(audit) as f:
 in_ns = [e for e in log if ref(e, "namespace") == ns]
 is_op = lambda e: e.get("userAgent", "").startswith("trainbench-operator") and e["verb"] != "watch"
 ops = sorted((e for e in log if is_op(e)), key=lambda e: ts(e, "requestReceivedTimestamp"))
-op_times = [ts(e, "requestReceivedTimestamp") for e in ops]
+by_proxy = []  # the operator's requests the proxy answered itself
+if proxy_log:
+    with open(proxy_log) as f:
+        by_proxy = [e for e in map(json.loads, f) if e.get("upstreamCode") is None and e.get("verb") != "watch"
+                    and e.get("userAgent", "").startswith("trainbench-operator")]
+op_times = sorted([ts(e, "requestReceivedTimestamp") for e in ops] + [ts(e, "ts") for e in by_proxy])
 
 
 def peak(times):
@@ -110,7 +120,8 @@ by_kind = collections.Counter(
 figures = dict(extra)
 figures.update({
     "runs": rows,
-    "operatorRequestsTotal": len(ops),
+    "operatorRequestsTotal": len(op_times),
+    "operatorAnsweredByProxy": dict(collections.Counter(str(e["code"]) for e in by_proxy)),
     "operatorPeakRequestsPer10s": peak(op_times),
     "operatorRequestsByKind": dict(sorted(by_kind.items())),
     "operatorRefused": sum(1 for e in ops if code(e) in (403, 429)),
@@ -125,7 +136,8 @@ for r in rows:
           f'{fmt(r.get("tRunning"), " s")} | {fmt(r.get("tResult"), " s")} | {fmt(r.get("operatorRequests"))} | '
           f'{fmt(r.get("peakRequestsPer10s"))} | {fmt(r.get("failedScheduling"))} |')
 print()
-print(f'operator: {len(ops)} requests (watches left out), peak {figures["operatorPeakRequestsPer10s"]} in 10 s '
+proxied = f' ({len(by_proxy)} of them answered by the proxy: {figures["operatorAnsweredByProxy"]})' if proxy_log else ""
+print(f'operator: {len(op_times)} requests{proxied} (watches left out), peak {figures["operatorPeakRequestsPer10s"]} in 10 s '
       f'(client limit --qps {extra.get("qps")} = {10 * extra.get("qps", 0)} per 10 s); '
       f'CPU {extra.get("operatorCpuSeconds")} s, VmHWM {extra.get("operatorVmHWMKiB", 0) // 1024} MiB; '
       f'job status {extra.get("statusBytes")} bytes')

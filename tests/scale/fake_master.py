@@ -14,7 +14,9 @@ operator's reader (collect_result, operator/controller/reconciler.cpp) and RBAC 
   fake_master.py NAMESPACE LOG_JSONL
 Polls every 0.5 s until killed; appends one JSON line per result written to LOG_JSONL
 ({"job", "run", "attempt", "ranks", "bytes", "written"}). Needs kubectl (admin KUBECONFIG) in PATH
-and CONTROLPLANE_DIR (its url and pki/ca.crt, for the reporter's kubeconfig).
+and CONTROLPLANE_DIR (its url and pki/ca.crt, for the reporter's kubeconfig). SCALE_API_URL, when
+set, is the server the reporter writes through instead (tests/faultproxy: a real master reaches the
+API server as the operator does); the reads, the admin's, go to the API server itself.
 """
 import json
 import os
@@ -97,8 +99,9 @@ def reporter_kubeconfig(job):
         token = kubectl("create", "token", f"{job}-reporter", "--duration", "2h").strip()
         path = os.path.join(WORKDIR, f"{job}.kubeconfig")
         with open(os.path.join(CP, "url")) as u, open(path, "w") as f:
+            server = os.environ.get("SCALE_API_URL") or u.read().strip()
             json.dump({"apiVersion": "v1", "kind": "Config",
-                       "clusters": [{"name": "c", "cluster": {"server": u.read().strip(),
+                       "clusters": [{"name": "c", "cluster": {"server": server,
                                                                "certificate-authority": os.path.join(CP, "pki/ca.crt")}}],
                        "users": [{"name": "reporter", "user": {"token": token}}],
                        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "reporter", "namespace": NS}}],

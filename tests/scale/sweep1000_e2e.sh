@@ -19,9 +19,15 @@
 # first pod create), the operator's requests and their peak in 10 s; the operator's CPU seconds
 # and VmHWM, the job's status size. Prints a Markdown table; writes the figures to OUT_JSON.
 #
+# With SCALE_FAULTS (tests/faultproxy rules, {"seed", "rules"}) the operator and the result writer
+# (fake_master.py's patch under the reporter's token) reach the API server through tests/faultproxy
+# (FAULTPROXY, the binary), and the operator's requests the proxy answered itself (its log: no
+# upstreamCode) count toward its rate beside the audit log's (tests/scale/slow_apiserver_e2e.sh).
+#
 #   sweep1000_e2e.sh BUILD_DIR [OUT_JSON]
 # Environment: HELM, CONTROLPLANE_BIN, KWOK_BIN (defaults as their scripts), SWEEP_TIMEOUT (seconds
-# the job may take, 1500), OPERATOR_ARGS (flags after the chart's), OPERATOR (the binary).
+# the job may take, 1500), OPERATOR_ARGS (flags after the chart's), OPERATOR (the binary),
+# SCALE_FAULTS and FAULTPROXY, SCALE_TEST_NAME (sweep1000).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$PWD
@@ -34,8 +40,8 @@ export KWOK_BIN=${KWOK_BIN:-$(bash scripts/kwok.sh --path)} ||
   { echo "kwok is not built: run scripts/kwok.sh" >&2; exit 1; }
 # shellcheck source=operator_at_scale.sh
 source tests/scale/operator_at_scale.sh
-scale_init sweep1000
-SCALE_LOGS+=("$WORK/kwok/kwok.log" "$WORK/fake_master.log")
+scale_init "${SCALE_TEST_NAME:-sweep1000}"
+SCALE_LOGS+=("$WORK/fake_master.log")
 scale_before_stop() {
   # A failure leaves the job's state for whoever reads the log (where it stalled).
   if [ "${SWEEP_DONE:-}" != 1 ] && [ -f "$WORK/job.json" ]; then
@@ -43,43 +49,24 @@ scale_before_stop() {
     jq -c '.status | {phase, progress, runs: [.runs[]? | {index, phase, attempt, podsCreated, message}]}' \
       "$WORK/job.json" >&2 || true
   fi
-  bash tests/kwok/kwok.sh stop "$WORK/kwok" || true
 }
 trap scale_cleanup EXIT
 
 scale_controlplane
-bash tests/kwok/kwok.sh start "$WORK/kwok" "$CP" $NODES $GPUS_PER_NODE >&2
+scale_kwok $NODES $GPUS_PER_NODE
+[ -z "${SCALE_FAULTS:-}" ] || { scale_faultproxy "$SCALE_FAULTS"; say "through faultproxy: $SCALE_FAULTS"; }
 OPERATOR_ARGS=(${OPERATOR_ARGS:-})
 scale_operator "$OPERATOR" "${OPERATOR_ARGS[@]}"
-qps=50
-for f in "${CHART_FLAGS[@]}" "${OPERATOR_ARGS[@]}"; do case $f in --qps=*) qps=${f#--qps=} ;; esac; done
+scale_qps
+qps=$QPS
 say "$NODES kwok nodes x $GPUS_PER_NODE nvidia.com/gpu; operator ready: ${CHART_FLAGS[*]} ${OPERATOR_ARGS[*]}"
 
-kubectl create namespace $NS >/dev/null
-wait_for 60 kubectl -n $NS get serviceaccount default
+scale_namespace $NS
 # The seed's sweep (examples/evaluation-plan.yaml, its full size): 1, 8, 16, ... 512 GPUs, then
 # 125 machines of 8 (1000). Each trainer pod asks for a whole node's 8 GPUs (spec.template is
 # the same for every run; the 1-GPU run's one pod holds a node too).
 SHAPES=("1 1" "1 8" "2 8" "4 8" "8 8" "16 8" "32 8" "64 8" "125 8")
-{
-  cat <<YAML
-apiVersion: trainbench.dev/v1alpha1
-kind: BenchmarkJob
-metadata: {name: $JOB, namespace: $NS}
-spec:
-  device: cuda
-  backend: nccl
-  benchmark: {model: bert-base, sequenceLength: 128, batchSizePerDevice: 32, precision: amp-fp16,
-              warmupSteps: 20, measureSteps: 100, repeats: 1}
-  template:
-    image: trainbench/worker:0.1.0-cuda
-    resources:
-      requests: {nvidia.com/gpu: $GPUS_PER_NODE, cpu: "8", memory: 64Gi}
-      limits: {nvidia.com/gpu: $GPUS_PER_NODE}
-  sweep:
-YAML
-  for s in "${SHAPES[@]}"; do set -- $s; echo "    - {nodes: $1, devicesPerNode: $2}"; done
-} >"$WORK/job.yaml"
+scale_job_yaml $JOB $NS $GPUS_PER_NODE "" "${SHAPES[@]}" >"$WORK/job.yaml"
 python3 - "$WORK/runs.json" "${SHAPES[@]}" <<'PY'
 import json, sys
 json.dump([{"index": i, "gpus": int(s.split()[0]) * int(s.split()[1]), "pods": int(s.split()[0]) + 1}
@@ -136,12 +123,8 @@ say "job $JOB $phase; operator CPU $cpu s, VmHWM $((hwm / 1024)) MiB, status $st
 [ "$phase" = Succeeded ] || { say "expected Succeeded, got $phase: $(jq -c '.status.conditions' "$WORK/job.json")"; exit 1; }
 
 # ---- no pod left holding GPUs: every pod deleted (kwok's pod-delete stage) or terminated ----
-holding() {
-  kubectl -n $NS get pods -o json |
-    jq '[.items[] | select(.status.phase != "Succeeded" and .status.phase != "Failed")
-         | select(any(.spec.containers[]; (.resources.requests // {})["nvidia.com/gpu"] != null))] | length'
-}
-wait_for 120 test "$(holding)" = 0 || { say "$(holding) pods still hold GPUs after the job ended"; exit 1; }
+wait_for 120 test "$(scale_gpus_in_use)" = 0 ||
+  { say "$(scale_gpus_in_use) GPUs still held by pods on the nodes after the job ended"; exit 1; }
 
 # ---- the report: every run, its ranks in status or (beyond 64) in its ConfigMap ----
 for i in "${!SHAPES[@]}"; do
@@ -179,7 +162,17 @@ jq -n --argjson cpu "$cpu" --argjson hwm "$hwm" --argjson bytes "$status_bytes" 
   --argjson took "$took" --argjson nodes $NODES --argjson gpus $GPUS_PER_NODE \
   '{operatorCpuSeconds: $cpu, operatorVmHWMKiB: $hwm, statusBytes: $bytes, qps: $qps, testSeconds: $took,
     kwokNodes: $nodes, gpusPerNode: $gpus}' >"$WORK/extra.json"
-python3 tests/scale/audit_figures.py "$CP/audit.log" $NS $JOB "$WORK/runs.json" "$WORK/extra.json" "$OUT_JSON"
+if [ -n "${SCALE_FAULTS:-}" ]; then
+  scale_faultproxy_stats | jq '{faultproxy: {seed, considered, injected}}' >"$WORK/proxy.json"
+  for f in $(jq -r '[.rules[].fault] | unique | .[]' <<<"$SCALE_FAULTS"); do  # the faults did happen
+    jq -e --arg f "$f" '.faultproxy.injected[$f] // 0 > 0' "$WORK/proxy.json" >/dev/null ||
+      { say "faultproxy injected no $f: $(cat "$WORK/proxy.json")"; exit 1; }
+  done
+  say "faultproxy: $(jq -c .faultproxy "$WORK/proxy.json")"
+  jq -s add "$WORK/extra.json" "$WORK/proxy.json" >"$WORK/extra.json.tmp" && mv "$WORK/extra.json.tmp" "$WORK/extra.json"
+fi
+python3 tests/scale/audit_figures.py "$CP/audit.log" $NS $JOB "$WORK/runs.json" "$WORK/extra.json" "$OUT_JSON" \
+  ${PROXY_LOG:+"$PROXY_LOG"}
 say "figures in $OUT_JSON"
 peak=$(jq .operatorPeakRequestsPer10s "$OUT_JSON")
 [ "$peak" -lt $((qps * 10)) ] || { say "the operator made $peak requests in 10 s: not below --qps $qps x 10"; exit 1; }
