@@ -39,7 +39,7 @@ runs = by["1"][0]["runs"]
 for i, r in enumerate(runs):
     med = lambda p, k: statistics.median(d["runs"][i][k] for d in by[p])
     both = lambda k, f="{:.2f} s": f"{f.format(med('1', k))} / {f.format(med('32', k))}"
-    tries = lambda p: statistics.median(d["runs"][i]["schedulerEvents"] - d["runs"][i]["podsBound"] for d in by[p])
+    tries = lambda p: statistics.median(d["runs"][i]["failedScheduling"] for d in by[p])
     print(f"| {r['gpus']} | {r['pods']} | {both('tCreated')} | {both('tBound')} | {both('tRunning')} "
           f"| {tries('1'):g} / {tries('32'):g} |")
 for p in ("1", "32"):

@@ -163,7 +163,7 @@ std::string hang_failure(const json& pod) {
 /// or with a container that waits for a reason of its own, "name (Pending: container trainer
 /// ImagePullBackOff: Back-off pulling image ...)".
 std::string pending_reason(const json& pod) {
-  std::string out = pod_name(pod) + " (" + pod_phase(pod);
+  std::string out = pod_phase(pod);
   const json st = get_or(pod, "status", json::object());
   for (const auto& c : get_or(st, "conditions", json::array())) {
     if (str_or(c, "type") == "PodScheduled" && str_or(c, "status") == "False") {
@@ -177,7 +177,31 @@ std::string pending_reason(const json& pod) {
     out += ": container " + str_or(cs, "name") + " " + why;
     if (waiting.contains("message")) out += ": " + str_or(waiting, "message").substr(0, 512);
   }
-  return out + ")";
+  return out;
+}
+
+/// A gang that did not start: "K of N pods not running after T s: " and each reason once, with
+/// how many pods give it and a few of their names, most common first ("3 Pending: Unschedulable:
+/// 0/120 nodes are available: ... (J-r0-a0-trainer-2, ... and 1 more)"). Its length does not grow
+/// with the gang: at most 3 reasons of 5 names each.
+std::string gang_timeout_message(const std::map<std::string, std::vector<std::string>>& by_reason, std::size_t pods,
+                                 int timeout_seconds) {
+  constexpr std::size_t kReasons = 3, kNames = 5;
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups(by_reason.begin(), by_reason.end());
+  std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+  std::size_t waiting = 0;
+  for (const auto& g : groups) waiting += g.second.size();
+  std::string out = std::to_string(waiting) + " of " + std::to_string(pods) + " pods not running after " +
+                    std::to_string(timeout_seconds) + " s";
+  for (std::size_t i = 0; i < groups.size() && i < kReasons; ++i) {
+    const auto& [reason, names] = groups[i];
+    out += (i == 0 ? ": " : "; ") + std::to_string(names.size()) + " " + reason + " (";
+    for (std::size_t n = 0; n < names.size() && n < kNames; ++n) out += (n == 0 ? "" : ", ") + names[n];
+    if (names.size() > kNames) out += ", and " + std::to_string(names.size() - kNames) + " more";
+    out += ")";
+  }
+  if (groups.size() > kReasons) out += "; " + std::to_string(groups.size() - kReasons) + " other reasons";
+  return out;
 }
 
 Condition condition(ConditionType type, bool status, const std::string& reason, const std::string& message,
@@ -709,22 +733,20 @@ class Reconcile {
   /// Gang start: every pod must be running (or done) within schedulingTimeoutSeconds.
   void await_gang(const RunConfig& run, const RunPolicy& pol, const std::map<std::string, json>& present) {
     RunStatus& rs = run_status(run.index);
-    std::vector<std::string> waiting;
+    std::map<std::string, std::vector<std::string>> waiting;  // reason -> pods
     for (const auto& [name, p] : present) {
       const std::string ph = pod_phase(p);
-      if (ph != "Running" && ph != "Succeeded") waiting.push_back(pending_reason(p));
+      if (ph != "Running" && ph != "Succeeded") waiting[pending_reason(p)].push_back(name);
     }
     if (waiting.empty()) {
       rs.phase = RunPhase::kRunning;
       return;
     }
-    const auto since = parse_time(rs.attempt_start_time.value_or("")).value_or(o_.now);
+    // attemptStartTime has whole seconds: the timeout counts from the second after it, never early.
+    const auto since = parse_time(rs.attempt_start_time.value_or("")).value_or(o_.now) + std::chrono::seconds(1);
     const auto limit = since + std::chrono::seconds(pol.scheduling_timeout_seconds);
     if (o_.now >= limit) {
-      std::string list;
-      for (const auto& w : waiting) list += (list.empty() ? "" : ", ") + w;
-      const std::string why =
-          "pods not running after " + std::to_string(pol.scheduling_timeout_seconds) + " s: " + list;
+      const std::string why = gang_timeout_message(waiting, present.size(), pol.scheduling_timeout_seconds);
       rs.phase = RunPhase::kFailed;
       rs.completion_time = now_;
       rs.message = why;

@@ -504,13 +504,15 @@ TEST(Reconciler, PodsNotRunningInTimeFailTheRunNamingThem) {
   o.now = t0() + std::chrono::seconds(30);
   Decision d = reconcile(o);
   ASSERT_TRUE(d.requeue_after.has_value());
-  EXPECT_LE(d.requeue_after->count(), 30200);
+  EXPECT_LE(d.requeue_after->count(), 31200);  // the second after attemptStartTime's, plus 60 s
   o.now = t0() + std::chrono::seconds(61);
   d = reconcile(o);
   apply(o, d);
   EXPECT_EQ(o.job["status"]["phase"], "Failed");
   const std::string msg = o.job["status"]["runs"][0]["message"];
-  EXPECT_NE(msg.find(trainer_pod_name("bj", 0, 0, 0) + " (Pending"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("1 of 2 pods not running after 60 s: 1 Pending (" + trainer_pod_name("bj", 0, 0, 0) + ")"),
+            std::string::npos)
+      << msg;
   EXPECT_TRUE(o.pods.empty());
 }
 
@@ -525,13 +527,44 @@ TEST(Reconciler, SchedulingTimeoutNamesAContainersWaitingReason) {
         {{{"name", "trainer"},
           {"state", {{"waiting", {{"reason", "ImagePullBackOff"}, {"message", "Back-off pulling image \"x:1\""}}}}}}});
   }
+  // attemptStartTime has whole seconds (the attempt started in [t0, t0 + 1 s)): not a second early.
+  o.now = t0() + std::chrono::milliseconds(60500);
+  apply(o, reconcile(o));
+  EXPECT_EQ(o.job["status"]["phase"], "Running");
   o.now = t0() + std::chrono::seconds(61);
   apply(o, reconcile(o));
   EXPECT_EQ(o.job["status"]["phase"], "Failed");
   const std::string msg = o.job["status"]["runs"][0]["message"];
-  EXPECT_NE(msg.find(trainer + " (Pending: container trainer ImagePullBackOff: Back-off pulling image \"x:1\")"),
-            std::string::npos)
-      << msg;
+  EXPECT_EQ(msg, "1 of 2 pods not running after 60 s: 1 Pending: container trainer ImagePullBackOff: Back-off "
+                 "pulling image \"x:1\" (" + trainer + ")");
+}
+
+TEST(Reconciler, ABigGangsTimeoutSaysHowManyPodsWaitedAndEachReasonOnce) {
+  Observed o{job_object({{"sweep", json::array({{{"nodes", 125}, {"devicesPerNode", 8}}})}}), {}, {}, {}, false, false,
+             false, t0()};
+  apply(o, reconcile(o));
+  ASSERT_EQ(o.pods.size(), 126u);
+  const std::string unschedulable = "0/120 nodes are available: 120 Insufficient nvidia.com/gpu.";
+  int pending = 0;
+  for (auto& p : o.pods) {
+    const std::string name = p["metadata"]["name"];
+    if (name.find("trainer") != std::string::npos && pending < 7) {
+      ++pending;
+      p["status"] = {{"phase", "Pending"},
+                     {"conditions", json::array({{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"},
+                                                  {"message", unschedulable}}})}};
+    } else {
+      p["status"]["phase"] = "Running";
+    }
+  }
+  o.now = t0() + std::chrono::seconds(61);
+  apply(o, reconcile(o));
+  ASSERT_EQ(o.job["status"]["phase"], "Failed");
+  const std::string msg = o.job["status"]["runs"][0]["message"];
+  EXPECT_EQ(msg.rfind("7 of 126 pods not running after 60 s: 7 Pending: Unschedulable: " + unschedulable + " (", 0), 0u) << msg;
+  EXPECT_NE(msg.find(", and 2 more)"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find(unschedulable), msg.rfind(unschedulable)) << "the reason once";
+  EXPECT_LT(msg.size(), 400u);
 }
 
 TEST(Reconciler, ActiveDeadlineFailsTheJob) {

@@ -22,8 +22,10 @@
 #                                   KWOK_BIN), stopped by scale_cleanup
 #   scale_namespace NS              creates NS and waits for its default ServiceAccount
 #   scale_job_yaml JOB NS GPUS RUN_POLICY "NODES DEVICES"...
-#                                   a BenchmarkJob (bert-base, one repeat) whose every trainer pod asks
-#                                   for GPUS nvidia.com/gpu (spec.template.resources), one run per shape;
+#                                   a BenchmarkJob (bert-base, one repeat, device cuda) whose every
+#                                   trainer pod asks for GPUS nvidia.com/gpu (spec.template.resources),
+#                                   or with GPUS "auto" for its run's devicesPerNode (the operator's
+#                                   default for a cuda job), one run per shape;
 #                                   RUN_POLICY: spec.runPolicy in YAML flow style ("": none)
 #   scale_gpus_in_use               nvidia.com/gpu requested by pods bound to a node and not ended
 #                                   (Succeeded/Failed), all namespaces: what the nodes have allocated
@@ -148,10 +150,12 @@ spec:
               warmupSteps: 20, measureSteps: 100, repeats: 1}
   template:
     image: trainbench/worker:0.1.0-cuda
-    resources:
-      requests: {nvidia.com/gpu: $gpus, cpu: "8", memory: 64Gi}
-      limits: {nvidia.com/gpu: $gpus}
 YAML
+  if [ "$gpus" = auto ]; then
+    echo '    resources: {requests: {cpu: "8", memory: 64Gi}}'
+  else
+    echo "    resources: {requests: {nvidia.com/gpu: $gpus, cpu: \"8\", memory: 64Gi}, limits: {nvidia.com/gpu: $gpus}}"
+  fi
   [ -z "$policy" ] || echo "  runPolicy: $policy"
   echo "  sweep:"
   for s in "$@"; do set -- $s; echo "    - {nodes: $1, devicesPerNode: $2}"; done

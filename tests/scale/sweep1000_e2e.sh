@@ -66,7 +66,8 @@ scale_namespace $NS
 # 125 machines of 8 (1000). Each trainer pod asks for a whole node's 8 GPUs (spec.template is
 # the same for every run; the 1-GPU run's one pod holds a node too).
 SHAPES=("1 1" "1 8" "2 8" "4 8" "8 8" "16 8" "32 8" "64 8" "125 8")
-scale_job_yaml $JOB $NS $GPUS_PER_NODE "" "${SHAPES[@]}" >"$WORK/job.yaml"
+# GPUs "auto": each trainer pod asks for its run's devicesPerNode GPUs (the 1-GPU run holds one).
+scale_job_yaml $JOB $NS auto "" "${SHAPES[@]}" >"$WORK/job.yaml"
 python3 - "$WORK/runs.json" "${SHAPES[@]}" <<'PY'
 import json, sys
 json.dump([{"index": i, "gpus": int(s.split()[0]) * int(s.split()[1]), "pods": int(s.split()[0]) + 1}
