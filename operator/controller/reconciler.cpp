@@ -204,6 +204,17 @@ std::string gang_timeout_message(const std::map<std::string, std::vector<std::st
   return out;
 }
 
+/// The job as a spec document: apiVersion, kind, metadata and spec, without its status. Parsing
+/// that is what a reconcile needs, and the status (the report, up to a rank summary per run) was
+/// most of what every reconcile parsed before, on each pod event of a big job.
+json spec_document(const json& job) {
+  json doc = json::object();
+  for (const char* key : {"apiVersion", "kind", "metadata", "spec"}) {
+    if (job.contains(key)) doc[key] = job[key];
+  }
+  return doc;
+}
+
 Condition condition(ConditionType type, bool status, const std::string& reason, const std::string& message,
                     const std::string& now, std::int64_t generation) {
   return {type, status ? ConditionStatus::kTrue : ConditionStatus::kFalse, reason, message, now, generation};
@@ -258,7 +269,7 @@ class Reconcile {
     force_delete_lost_pods();
     BenchmarkJob spec;
     try {
-      spec = parse_benchmark_job(o_.job.dump());
+      spec = parse_benchmark_job(spec_document(o_.job).dump());
       parsed_ = spec;
     } catch (const SpecError& e) {
       invalid(e.summary(kMaxConditionMessageLength));  // any spec, however large: a message the CRD takes

@@ -539,6 +539,18 @@ TEST(Reconciler, SchedulingTimeoutNamesAContainersWaitingReason) {
                  "pulling image \"x:1\" (" + trainer + ")");
 }
 
+TEST(Reconciler, OnlyTheSpecIsParsedNotTheStatus) {
+  // A status beyond the spec's document bound (1 MiB; a report can be big) is not the spec's: the
+  // job is not Invalid for it, and each reconcile parses the spec alone.
+  Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
+  apply(o, reconcile(o));
+  o.job["status"]["runs"][0]["message"] = std::string(1100000, 'x');
+  const Decision d = reconcile(o);
+  EXPECT_TRUE(of(d, Action::Verb::PatchStatus).empty() || status_of(d).value("phase", "") != "Invalid")
+      << status_of(d).dump().substr(0, 300);
+  EXPECT_NE(o.job["status"]["phase"], "Invalid");
+}
+
 TEST(Reconciler, ABigGangsTimeoutSaysHowManyPodsWaitedAndEachReasonOnce) {
   Observed o{job_object({{"sweep", json::array({{{"nodes", 125}, {"devicesPerNode", 8}}})}}), {}, {}, {}, false, false,
              false, t0()};
