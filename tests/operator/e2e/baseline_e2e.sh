@@ -18,18 +18,21 @@ run_job() {  # run_job NAME [BASELINE]: applies the job and waits for it to succ
 }
 
 start_cluster
-# A threshold no noise between two runs of a tiny MLP on a loaded machine crosses.
-run_job same "{benchmarkJob: base, regressionThresholdPercent: 50}"
+# A threshold no noise between two runs of a tiny MLP on a loaded machine crosses: 50% was
+# crossed in CI (same ran while the image build loaded the cores: ex/sec -60.8%, p=0.018 n=2+2);
+# 95% asks for a 20-fold drop.
+run_job same "{benchmarkJob: base, regressionThresholdPercent: 95}"
 wait_for 30 reason_is same BaselineNotFound || fail "same: Regressed: $(kc get bj same -o jsonpath='{.status.conditions}')"
 [ "$(regressed same status)" = Unknown ] || fail "same: BaselineNotFound is not Unknown"
 [ "$(regressed same message)" = "BenchmarkJob base not found in the job's namespace" ] || fail "same: $(regressed same message)"
 
 run_job base
-wait_for 30 reason_is same NoRegression ||
-  fail "same was not compared once base ended: $(kc get bj same -o jsonpath='{.status.conditions}')"
+compared() { case "$(regressed same reason)" in NoRegression | Regressed) ;; *) return 1 ;; esac; }
+wait_for 30 compared || fail "same was not compared once base ended: $(kc get bj same -o jsonpath='{.status.conditions}')"
+reason_is same NoRegression || fail "same compared with base: $(regressed same reason): $(regressed same message)"
 [ "$(regressed same status)" = False ] || fail "same: Regressed is not False"
 case "$(regressed same message)" in
-  "against BenchmarkJob base: no row significantly slower by more than 50% (p50 ex/sec; 1 row compared)"*) ;;
+  "against BenchmarkJob base: no row significantly slower by more than 95% (p50 ex/sec; 1 row compared)"*) ;;
   *) fail "same: message: $(regressed same message)" ;;
 esac
 
