@@ -650,6 +650,11 @@ class Reconcile {
         rs.message = std::string("unreadable result: ") + e.what();
         return false;
       }
+      // A result of an attempt no reconcile recorded as started: its leader died between creating
+      // the pods and its status write (and maybe before the RunStarted Event), and the run ended
+      // before the next leader looked. Its start is recorded now (same Event name: AlreadyExists if
+      // it was), before the Event of its end.
+      if (!rs.pods_created.value_or(false)) record_start(run, pods_of(run.index, attempt).size());
       rs.phase = RunPhase::kSucceeded;
       rs.completion_time = now_;
       emit("Normal", "RunSucceeded", "run " + std::to_string(run.index) + " (" + rs.label + ") succeeded",

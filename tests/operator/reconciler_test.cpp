@@ -1222,6 +1222,27 @@ std::vector<std::string> event_reasons(const Decision& d) {
   return out;
 }
 
+TEST(Reconciler, ARunThatEndedBeforeAnyReconcileRecordedItsStartGetsItsRunStarted) {
+  // A leader created run 0's pods and died before its Event and status; the run ended (its result
+  // delivered) before the next leader reconciled.
+  Observed o{job_object(), {}, {}, {}, false, false, false, t0()};
+  const Decision first = reconcile(o);
+  const json job_before = o.job;
+  apply(o, first);
+  o.job = job_before;  // its objects landed, not its status
+  all_running(o);
+  deliver_result(o, 0, 0, 1);
+  const Decision d = reconcile(o);
+  const auto reasons = event_reasons(d);
+  const auto started = std::find(reasons.begin(), reasons.end(), "RunStarted");
+  const auto succeeded = std::find(reasons.begin(), reasons.end(), "RunSucceeded");
+  ASSERT_NE(started, reasons.end()) << "the start is recorded";
+  ASSERT_NE(succeeded, reasons.end());
+  EXPECT_LT(started, succeeded) << "before the end";
+  apply(o, d);
+  EXPECT_TRUE(o.job["status"]["runs"][0].contains("startTime"));
+}
+
 TEST(Reconciler, AJobCreatedSuspendedCreatesNothingAndSaysSo) {
   Observed o{job_object({{"suspend", true}}), {}, {}, {}, false, false, false, t0()};
   Decision d = reconcile(o);
