@@ -19,8 +19,7 @@ mod="$here/tests/kueue/build"
 # shellcheck source=lib/go-build.sh
 source "$here/scripts/lib/go-build.sh"
 go_require "$mod" kueue
-pin=$(awk '$1=="require" && $2=="sigs.k8s.io/kueue"{print $3}' "$mod/go.mod")
-[ -n "$pin" ] || { echo "kueue: cannot read the pinned version from $mod/go.mod" >&2; exit 1; }
+pin=$(go_pin "$mod" sigs.k8s.io/kueue kueue)
 ldflags="-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$pin -X sigs.k8s.io/kueue/pkg/version.BuildDate=1970-01-01T00:00:00Z"
 hash=$(go_key "$ldflags manifests:crd,webhook,rbac" "$mod/go.mod" "$mod/go.sum" "$mod/tools.go")
 root="${TRAINBENCH_CACHE:-$HOME/.cache/trainbench}/kueue"

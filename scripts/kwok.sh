@@ -22,8 +22,7 @@ mod="$here/tests/kwok/build"
 # shellcheck source=lib/go-build.sh
 source "$here/scripts/lib/go-build.sh"
 go_require "$mod" kwok
-pin=$(awk '$1=="require" && $2=="sigs.k8s.io/kwok"{print $3}' "$mod/go.mod")
-[ -n "$pin" ] || { echo "kwok: cannot read the pinned version from $mod/go.mod" >&2; exit 1; }
+pin=$(go_pin "$mod" sigs.k8s.io/kwok kwok)
 stages="node/fast node/heartbeat pod/fast"
 ldflags="-s -w"
 hash=$(go_key "$ldflags stages:$stages" "$mod/go.mod" "$mod/go.sum" "$mod/tools.go")

@@ -26,6 +26,14 @@ go_require() {
   fi
 }
 
+# go_pin MOD_DIR MODULE WHO: the version go.mod's require line pins MODULE to (exits when none).
+go_pin() {
+  local pin
+  pin=$(awk -v m="$2" '$1 == "require" && $2 == m {print $3} $1 == m {print $2}' "$1/go.mod" | head -1)
+  [ -n "$pin" ] || { echo "$3: cannot read the pinned version of $2 from $1/go.mod" >&2; exit 1; }
+  echo "$pin"
+}
+
 go_key() {
   local text=$1
   shift

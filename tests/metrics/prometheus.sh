@@ -18,8 +18,7 @@ mod="$(cd "$(dirname "$0")" && pwd)/build"
 # shellcheck source=../../scripts/lib/go-build.sh
 source "$mod/../../../scripts/lib/go-build.sh"
 go_require "$mod" prometheus
-pin=$(awk '$1=="require" && $2=="github.com/prometheus/prometheus"{print $3}' "$mod/go.mod")
-[ -n "$pin" ] || { echo "prometheus: cannot read the pinned version from $mod/go.mod" >&2; exit 1; }
+pin=$(go_pin "$mod" github.com/prometheus/prometheus prometheus)
 # Module v0.MINOR.PATCH is Prometheus 3.MINOR-300.PATCH (v0.316.0: 3.16.0).
 minor=$(cut -d. -f2 <<<"$pin") patch=$(cut -d. -f3 <<<"$pin")
 version="3.$((minor - 300)).$patch"
