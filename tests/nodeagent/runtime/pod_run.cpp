@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include "runtime/process.hpp"
+
 namespace noderuntime {
 
 namespace {
@@ -77,7 +79,7 @@ int signal_containers(PodRun& run, const std::string& container, int signal) {
   int n = 0;
   for (const auto& c : run.containers) {
     if (c.running && c.pid > 0 && (container.empty() || c.name == container)) {
-      ::kill(-c.pid, signal);
+      signal_tree(c.pid, signal);
       ++n;
     }
   }

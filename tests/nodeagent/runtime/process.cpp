@@ -9,8 +9,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 
 extern char** environ;
 
@@ -196,6 +201,62 @@ int wait_exit_code(pid_t pid, int* signal_out) {
   }
   if (signal_out) *signal_out = 0;
   return WEXITSTATUS(status);
+}
+
+namespace {
+
+/// Every process's (pid, parent pid), from /proc/PID/stat ("pid (comm) state ppid ...": comm may
+/// hold spaces and parentheses, so the fields after the last ')' are read).
+std::vector<std::pair<pid_t, pid_t>> process_parents() {
+  std::vector<std::pair<pid_t, pid_t>> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) continue;
+    std::ifstream in(entry.path() / "stat");
+    const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;  // the process ended in between
+    std::istringstream rest(stat.substr(close + 1));
+    char state = 0;
+    long ppid = 0;
+    if (rest >> state >> ppid) out.emplace_back(static_cast<pid_t>(std::stol(name)), static_cast<pid_t>(ppid));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<pid_t> freeze_tree(pid_t root) {
+  std::vector<pid_t> tree{root};
+  ::kill(-root, SIGSTOP);
+  ::kill(root, SIGSTOP);
+  auto in_tree = [&](pid_t pid) { return std::find(tree.begin(), tree.end(), pid) != tree.end(); };
+  // A process may fork just before its SIGSTOP takes effect: a walk that finds nothing new is
+  // repeated once, a moment later.
+  for (int quiet_walks = 0; quiet_walks < 2;) {
+    bool grew = false;
+    for (const auto& [pid, ppid] : process_parents()) {
+      if (in_tree(ppid) && !in_tree(pid)) {
+        ::kill(pid, SIGSTOP);
+        tree.push_back(pid);
+        grew = true;
+      }
+    }
+    quiet_walks = grew ? 0 : quiet_walks + 1;
+    if (!grew) ::usleep(2000);
+  }
+  return tree;
+}
+
+void signal_tree(pid_t root, int signal) {
+  const std::vector<pid_t> tree = freeze_tree(root);
+  if (signal == SIGSTOP) return;
+  ::kill(-root, signal);
+  for (pid_t pid : tree) ::kill(pid, signal);
+  if (signal == SIGKILL) return;
+  ::kill(-root, SIGCONT);
+  for (pid_t pid : tree) ::kill(pid, SIGCONT);
 }
 
 }  // namespace noderuntime

@@ -52,4 +52,15 @@ CommandResult run_command(const std::vector<std::string>& argv);
 /// waitpid with EINTR retry: the exit code, or 128 + signal.
 int wait_exit_code(pid_t pid, int* signal_out = nullptr);
 
+/// Freezes (SIGSTOP) the process group `root` leads and every descendant of `root` (parents read
+/// from /proc/PID/stat), each as it is found, until two walks find no new one: what a cgroup
+/// freezer does to a container, including the processes that left its group (a launcher's ranks
+/// in groups of their own, a daemon that called setsid). Returns the pids frozen.
+std::vector<pid_t> freeze_tree(pid_t root);
+
+/// Sends `signal` to the container's process tree: SIGSTOP freezes it; any other signal freezes
+/// it first (so that no process forks or is reparented out of reach in between), then signals each
+/// process, then resumes them (a stopped process would not act on SIGTERM).
+void signal_tree(pid_t root, int signal);
+
 }  // namespace noderuntime
