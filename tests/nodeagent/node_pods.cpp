@@ -158,7 +158,7 @@ std::optional<std::string> NodePods::service_account_token(const noderuntime::Po
 void NodePods::lose() {
   lost_ = true;
   writer_.silence();
-  for (const auto& run : registry_.all()) noderuntime::signal_containers(*run, "", SIGSTOP);
+  for (const auto& run : registry_.all()) noderuntime::freeze_containers(*run);
 }
 
 bool NodePods::shutdown(std::chrono::milliseconds wait) {

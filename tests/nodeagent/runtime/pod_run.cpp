@@ -1,7 +1,5 @@
 #include "runtime/pod_run.hpp"
 
-#include <signal.h>
-
 #include "runtime/process.hpp"
 
 namespace noderuntime {
@@ -74,16 +72,11 @@ bool container_running(PodRun& run, const std::string& container) {
   return false;
 }
 
-int signal_containers(PodRun& run, const std::string& container, int signal) {
+void freeze_containers(PodRun& run) {
   std::lock_guard<std::mutex> lock(run.mu);
-  int n = 0;
   for (const auto& c : run.containers) {
-    if (c.running && c.pid > 0 && (container.empty() || c.name == container)) {
-      signal_tree(c.pid, signal);
-      ++n;
-    }
+    if (c.running && c.pid > 0) freeze_tree(c.pid);
   }
-  return n;
 }
 
 }  // namespace noderuntime

@@ -66,8 +66,7 @@ std::string container_log_path(PodRun& run, const std::string& container);
 bool container_finished(PodRun& run, const std::string& container);
 /// Whether an instance of the container runs now.
 bool container_running(PodRun& run, const std::string& container);
-/// Sends `signal` to the process trees of the pod's running containers (all, or the named one;
-/// signal_tree); the number signalled.
-int signal_containers(PodRun& run, const std::string& container, int signal);
+/// Freezes the process trees of the pod's running containers (freeze_tree): a lost node.
+void freeze_containers(PodRun& run);
 
 }  // namespace noderuntime

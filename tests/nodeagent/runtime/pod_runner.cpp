@@ -182,7 +182,7 @@ void PodRunner::request_stop(const RunPtr& run, double grace_s, const std::strin
     };
     run->cv.wait_for(lock, std::chrono::milliseconds(static_cast<long long>(wait_s * 1000)), all_done);
     for (const auto& c : run->containers) {
-      if (c.running && c.pid > 0) signal_tree(c.pid, SIGKILL);
+      if (c.running && c.pid > 0) kill_tree(c.pid);
     }
   }).detach();
 }
@@ -203,7 +203,7 @@ void PodRunner::kill_all(const std::vector<RunPtr>& runs, std::chrono::milliseco
     std::lock_guard<std::mutex> lock(run->mu);
     run->stopping = true;
     for (const auto& c : run->containers) {
-      if (c.running && c.pid > 0) signal_tree(c.pid, SIGKILL);
+      if (c.running && c.pid > 0) kill_tree(c.pid);
     }
     run->cv.notify_all();
   }

@@ -249,14 +249,10 @@ std::vector<pid_t> freeze_tree(pid_t root) {
   return tree;
 }
 
-void signal_tree(pid_t root, int signal) {
+void kill_tree(pid_t root) {
   const std::vector<pid_t> tree = freeze_tree(root);
-  if (signal == SIGSTOP) return;
-  ::kill(-root, signal);
-  for (pid_t pid : tree) ::kill(pid, signal);
-  if (signal == SIGKILL) return;
-  ::kill(-root, SIGCONT);
-  for (pid_t pid : tree) ::kill(pid, SIGCONT);
+  ::kill(-root, SIGKILL);
+  for (pid_t pid : tree) ::kill(pid, SIGKILL);
 }
 
 }  // namespace noderuntime

@@ -58,9 +58,8 @@ int wait_exit_code(pid_t pid, int* signal_out = nullptr);
 /// in groups of their own, a daemon that called setsid). Returns the pids frozen.
 std::vector<pid_t> freeze_tree(pid_t root);
 
-/// Sends `signal` to the container's process tree: SIGSTOP freezes it; any other signal freezes
-/// it first (so that no process forks or is reparented out of reach in between), then signals each
-/// process, then resumes them (a stopped process would not act on SIGTERM).
-void signal_tree(pid_t root, int signal);
+/// Kills (SIGKILL) the container's process tree: frozen first, so that no process forks or is
+/// reparented out of reach in between.
+void kill_tree(pid_t root);
 
 }  // namespace noderuntime
