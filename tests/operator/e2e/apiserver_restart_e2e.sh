@@ -18,7 +18,9 @@ relists() { curl -sf "http://$OP_METRICS/metrics" | awk '/^trainbench_operator_w
 JOB=outage
 mlp_job "$JOB" 20000 "{backoffLimit: 0, collectiveTimeoutSeconds: 120}" "{nodes: 2, devicesPerNode: 1}" >"$WORK/job.yaml"
 kc apply -f "$WORK/job.yaml" >/dev/null
-all_running() { [ "$(kc get pods -l "trainbench.dev/job=$JOB" -o jsonpath='{.items[*].status.phase}')" = "Running Running" ]; }
+# The master and both trainers (the operator may create the master after the trainers: two pods
+# Running is not yet the run).
+all_running() { [ "$(kc get pods -l "trainbench.dev/job=$JOB" -o jsonpath='{.items[*].status.phase}')" = "Running Running Running" ]; }
 wait_for 120 all_running || fail "the run's pods are not running: $(kc get pods -o wide)"
 before=$(relists)
 T0=$SECONDS
