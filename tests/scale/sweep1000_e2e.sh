@@ -124,8 +124,12 @@ say "job $JOB $phase; operator CPU $cpu s, VmHWM $((hwm / 1024)) MiB, status $st
 [ "$phase" = Succeeded ] || { say "expected Succeeded, got $phase: $(jq -c '.status.conditions' "$WORK/job.json")"; exit 1; }
 
 # ---- no pod left holding GPUs: every pod deleted (kwok's pod-delete stage) or terminated ----
-wait_for 120 test "$(scale_gpus_in_use)" = 0 ||
-  { say "$(scale_gpus_in_use) GPUs still held by pods on the nodes after the job ended"; exit 1; }
+# (kwok's pod-delete stage removes the last run's pods at its own pace: on a loaded 2-core
+# machine that took over 120 s once, reaching 0 just after; the time it took is printed.)
+T_FREE=$SECONDS
+wait_for 300 test "$(scale_gpus_in_use)" = 0 ||
+  { say "$(scale_gpus_in_use) GPUs still held by pods on the nodes 300 s after the job ended"; exit 1; }
+say "every GPU free $((SECONDS - T_FREE)) s after the job ended"
 
 # ---- the report: every run, its ranks in status or (beyond 64) in its ConfigMap ----
 for i in "${!SHAPES[@]}"; do
