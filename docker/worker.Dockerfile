@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1
 # The CPU worker image: `trainbench` (trainer pods run `trainbench node-launch`) and
 # `trainbench-worker` (master pods run `trainbench-worker --master`; node-launch starts one per
-# device), both on PATH, with Debian's libtorch 1.13 (gloo). Runs as uid/gid 65532, the
+# device), both on PATH, with the libtorch of the pinned torch wheel from PyPI
+# (scripts/torch/cpu-requirements.txt; only what the CPU worker loads: libtorch_cpu, libc10, their
+# OpenMP, and the CUDA runtime and CUPTI that libtorch_cpu links). Runs as uid/gid 65532, the
 # runAsUser the operator gives every benchmark pod (operator/controller/manifests.cpp).
 #
 # Image: trainbench/worker:0.1.0   (the operator's default spec.template.image; tag = the project version)
@@ -14,7 +16,8 @@ ARG BUILD_IMAGE=debian:bookworm
 ARG RUNTIME_IMAGE=debian:bookworm-slim
 
 FROM ${BUILD_IMAGE} AS build
-# scripts/install-deps.sh's build packages (no test frameworks: tests are off here).
+# scripts/install-deps.sh's build packages (no test frameworks: tests are off here); pip downloads
+# the torch wheels (scripts/torch.sh: hash-checked, unzipped, nothing installed).
 # apt's downloads and lists and ccache's objects live in cache mounts, kept between builds (shared,
 # not sharing=locked: buildah 1.28 holds a stage's locks to the end of the build, and the runtime
 # stage below, which mounts the same caches, then waits for ever).
@@ -23,35 +26,42 @@ RUN --mount=type=cache,id=trainbench-apt-archives,target=/var/cache/apt/archives
     rm -f /etc/apt/apt.conf.d/docker-clean \
  && apt-get update \
  && apt-get install -y --no-install-recommends build-essential cmake ninja-build pkg-config ccache \
-      libtorch-dev libgloo-dev libyaml-cpp-dev nlohmann-json3-dev libcpprest-dev libssl-dev \
-      prometheus-cpp-dev libboost-dev
+      libgloo-dev libyaml-cpp-dev nlohmann-json3-dev libcpprest-dev libssl-dev \
+      prometheus-cpp-dev libboost-dev python3-pip
 WORKDIR /src
 COPY . .
 # The flags of the tested build (scripts/build.sh: RelWithDebInfo), stripped at install. Rebuilds
 # are fast through ccache, which keys on content (a cached build tree would trust mtimes, and
 # COPY keeps the context's: a changed file older than its object was once left out). ccache sees
 # paths relative to the source tree (CCACHE_BASEDIR), as scripts/build.sh has it, so its objects
-# serve both builds (scripts/images.sh).
+# serve both builds (scripts/images.sh). The unpacked wheels live in a cache mount too.
 RUN --mount=type=cache,id=trainbench-ccache,target=/root/.cache/ccache \
-    export CCACHE_BASEDIR=/src CCACHE_NOHASHDIR=1 \
+    --mount=type=cache,id=trainbench-torch,target=/root/.cache/trainbench/torch \
+    export CCACHE_BASEDIR=/src CCACHE_NOHASHDIR=1 TRAINBENCH_CACHE=/root/.cache/trainbench \
+ && torch=$(bash scripts/torch.sh) \
  && cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRAINBENCH_BUILD_TESTS=OFF \
+      -DTRAINBENCH_TORCH_DIR="$torch" \
  && cmake --build build --target trainbench trainbench-worker \
  && install -D -s -m 0755 build/cli/trainbench /rootfs/usr/local/bin/trainbench \
- && install -D -s -m 0755 build/worker/trainbench-worker /rootfs/usr/local/bin/trainbench-worker
+ && install -D -s -m 0755 build/worker/trainbench-worker /rootfs/usr/local/bin/trainbench-worker \
+ && mkdir -p /rootfs/usr/local/lib/trainbench \
+ && cp "$torch"/torch/lib/libtorch_cpu.so "$torch"/torch/lib/libc10.so "$torch"/torch/lib/libgomp.so.1 \
+      "$torch"/nvidia/cu13/lib/libcudart.so.13 "$torch"/nvidia/cu13/lib/libcupti.so.13 \
+      /rootfs/usr/local/lib/trainbench/
 
 FROM ${RUNTIME_IMAGE}
-# Runtime libraries only (apt pulls their dependencies); libopenblas0-pthread becomes libblas.so.3
-# (Debian's reference BLAS is about 5x slower, docs/development.md).
+# Runtime libraries only (apt pulls their dependencies); libtorch_cpu carries its own BLAS (MKL).
 RUN --mount=type=cache,id=trainbench-apt-archives,target=/var/cache/apt/archives \
     --mount=type=cache,id=trainbench-apt-lists,target=/var/lib/apt/lists \
     rm -f /etc/apt/apt.conf.d/docker-clean \
  && apt-get update \
- && apt-get install -y --no-install-recommends libtorch1.13 libgloo0 libopenblas0-pthread \
-      libyaml-cpp0.7 libcpprest2.10 libssl3 libprometheus-cpp-core1.0 \
+ && apt-get install -y --no-install-recommends libyaml-cpp0.7 libcpprest2.10 libssl3 libprometheus-cpp-core1.0 \
  && chmod 0755 /var/tmp /run/lock
 # (/var/tmp and /run/lock made root's: nothing in the image is writable by its user but /tmp, where
 # every pod mounts an emptyDir; tests/images/image_checks.sh.)
-COPY --from=build /rootfs/usr/local/bin/ /usr/local/bin/
+COPY --from=build /rootfs/usr/local/ /usr/local/
+# The binaries' RUNPATH names the build's cache; here the loader finds libtorch through ld.so.conf.
+RUN echo /usr/local/lib/trainbench > /etc/ld.so.conf.d/trainbench.conf && ldconfig
 # Fail the build when a library is missing rather than the first benchmark pod.
 RUN ! ldd /usr/local/bin/trainbench /usr/local/bin/trainbench-worker | grep 'not found'
 # The root filesystem is read-only in the pods; the operator mounts an emptyDir on /tmp.

@@ -8,6 +8,8 @@ jobs=$(nproc 2>/dev/null || echo 2)
 # ccache keys on paths relative to the source tree, so the image builds (docker/*.Dockerfile,
 # scripts/images.sh: the same flags in /src) reuse these objects.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+# The pinned libtorch (PyPI's torch wheel, unpacked into a cache outside the clone).
+bash scripts/torch.sh >/dev/null
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" "$@" >/dev/null
 cmake --build "$BUILD_DIR" -j"$jobs"
 ln -sf "$BUILD_DIR/compile_commands.json" compile_commands.json 2>/dev/null || true

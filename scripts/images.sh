@@ -26,7 +26,7 @@
 #   - the Dockerfiles' `RUN --mount=type=cache` mounts (apt's downloads and lists, ccache), which
 #     buildah keeps between builds as BuildKit does; here the ccache and apt-archive mounts are
 #     this machine's own caches (share_cache below), so the image builds reuse what
-#     scripts/build.sh compiled and scripts/install-deps.sh downloaded.
+#     scripts/build.sh compiled, scripts/install-deps.sh downloaded and scripts/torch.sh unpacked.
 # Prints each step's time; TRAINBENCH_IMAGE_TIMES=FILE also appends "step seconds" lines there.
 # Needs root (buildah's vfs storage and chroot isolation as used here); scripts/install-deps.sh
 # installs buildah and mmdebstrap.
@@ -145,6 +145,7 @@ timed "bases" build_bases
 [ "$BASES_ONLY" = 1 ] && exit 0
 command -v ccache >/dev/null && share_cache trainbench-ccache "$(ccache -k cache_dir)"
 share_cache trainbench-apt-archives /var/cache/apt/archives
+share_cache trainbench-torch "${TRAINBENCH_CACHE:-$HOME/.cache/trainbench}/torch"
 for name in "${IMAGES[@]}"; do
   case $name in
     operator) image operator "$BASE/distroless-cc:nonroot" ;;

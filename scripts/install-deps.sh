@@ -9,10 +9,11 @@ export DEBIAN_FRONTEND=noninteractive
 
 PKGS=(
   build-essential cmake ninja-build ccache pkg-config git
-  libtorch-dev libgloo-dev          # libtorch 1.13 CPU + c10d's gloo headers
+  libgloo-dev                       # gloo's headers: c10d's ProcessGroupGloo.hpp includes them,
+                                    # the torch wheel (scripts/torch.sh) ships it without them
+  python3-pip                       # scripts/torch.sh downloads the pinned torch wheels with pip
   libyaml-cpp-dev nlohmann-json3-dev
   libcpprest-dev libssl-dev prometheus-cpp-dev
-  libopenblas0-pthread              # optimized BLAS (reference BLAS is ~5x slower)
   libboost-dev openssl             # Boost.Beast (telemetry, the node agent) + the test PKI
   libvalijson-dev                   # CRD openAPIV3Schema validation in tests
   libgtest-dev libgmock-dev
@@ -28,9 +29,6 @@ PKGS=(
 # unless a node with npm is already installed (NodeSource's nodejs bundles npm and conflicts with
 # Debian's npm package).
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then PKGS+=(nodejs npm); fi
-# Optional extras: PyTorch's Python DDP for the side-by-side benchmarks.
-if [ "${TRAINBENCH_WITH_PYTHON:-0}" = "1" ]; then PKGS+=(python3-torch python3-torchvision); fi
-
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -41,21 +39,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "install-deps: all packages present"
-fi
-
-# Select OpenBLAS as libblas.so.3 (Debian's libtorch uses whatever it points to).
-arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
-cand="/usr/lib/${arch}/openblas-pthread/libblas.so.3"
-if [ -e "$cand" ]; then
-  cur=$(update-alternatives --query "libblas.so.3-${arch}" 2>/dev/null | awk '/^Value:/{print $2}')
-  if [ "$cur" != "$cand" ]; then
-    $SUDO update-alternatives --set "libblas.so.3-${arch}" "$cand"
-  fi
-  cand_l="/usr/lib/${arch}/openblas-pthread/liblapack.so.3"
-  if [ -e "$cand_l" ]; then
-    $SUDO update-alternatives --set "liblapack.so.3-${arch}" "$cand_l" >/dev/null 2>&1 || true
-  fi
-  echo "install-deps: BLAS -> $(readlink -f /usr/lib/${arch}/libblas.so.3)"
 fi
 
 # Tools from npm the tests need (no root): the dashboard schema check's packages (exact versions

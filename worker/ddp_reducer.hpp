@@ -72,7 +72,7 @@ class DdpReducer {
 
   std::vector<at::Tensor> params_;
   /// The grad accumulators must be kept alive, or their hooks vanish with them.
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::vector<c10::intrusive_ptr<torch::autograd::Node>> accumulators_;
   std::vector<std::uintptr_t> hook_handles_;
   Communicator& comm_;
   at::ScalarType wire_dtype_;

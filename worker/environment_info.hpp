@@ -3,6 +3,7 @@
 // The environment header of a run's result (versions, device, BLAS, host), filled the same way
 // by every kind of run (training paradigms and the all-reduce benchmark).
 
+#include <ATen/Version.h>
 #include <torch/torch.h>
 
 #include "core/model_sizes.hpp"
@@ -23,7 +24,7 @@ inline EnvironmentInfo environment_info(const RunConfig& c, const torch::Device&
   e.backend = to_string(c.backend);
   e.device = to_string(c.device);
   e.device_name = device.is_cuda() ? compat::cuda_device_name(device.index()) : cpu_model_name();
-  e.blas = loaded_blas_library();
+  e.blas = blas_description(loaded_blas_library(), at::show_config());
   e.hostname = host_name();
   e.threads_per_process = c.threads_per_process;
   e.cpu_cores = usable_cpu_count();

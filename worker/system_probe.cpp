@@ -70,6 +70,27 @@ std::string loaded_blas_library() {
   return "unknown";
 }
 
+std::string blas_description(const std::string& loaded_library, const std::string& torch_config) {
+  if (!loaded_library.empty() && loaded_library != "unknown") return loaded_library;
+  auto trimmed = [](std::string v) {
+    const auto first = v.find_first_not_of(" -\t");
+    const auto last = v.find_last_not_of(" \t\r");
+    return first == std::string::npos ? std::string() : v.substr(first, last - first + 1);
+  };
+  std::string blas_info;
+  std::size_t start = 0;
+  while (start < torch_config.size()) {
+    auto end = torch_config.find('\n', start);
+    if (end == std::string::npos) end = torch_config.size();
+    const std::string line = torch_config.substr(start, end - start);
+    start = end + 1;
+    if (line.find("Math Kernel Library") != std::string::npos) return "MKL in libtorch_cpu: " + trimmed(line);
+    const auto at = line.find("BLAS_INFO=");
+    if (at != std::string::npos) blas_info = trimmed(line.substr(at + 10, line.find(',', at) - at - 10));
+  }
+  return blas_info.empty() ? "unknown" : blas_info + " in libtorch";
+}
+
 std::int64_t peak_rss_bytes() {
   struct rusage usage {};
   if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;

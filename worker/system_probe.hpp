@@ -13,6 +13,12 @@ std::string cpu_model_name();
 /// (e.g. a libtorch with BLAS linked in statically).
 std::string loaded_blas_library();
 
+/// The BLAS a run computes with: `loaded_library` (loaded_blas_library()) when one is loaded,
+/// else what libtorch's build configuration (`torch_config`: at::show_config()) names: the PyPI
+/// wheels link MKL into libtorch_cpu ("MKL in libtorch_cpu: Intel(R) oneAPI Math Kernel Library
+/// Version ..."), or its BLAS_INFO. "unknown" when neither says.
+std::string blas_description(const std::string& loaded_library, const std::string& torch_config);
+
 /// Peak resident set size of this process in bytes (getrusage ru_maxrss).
 std::int64_t peak_rss_bytes();
 

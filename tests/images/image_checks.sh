@@ -116,9 +116,18 @@ grep -qi "usage" <<<"$out" || fail "trainbench node-launch --help printed no usa
 out=$(run_as_user "$wk" trainbench version) || fail "trainbench version in the image: $out"
 grep -q "$VERSION" <<<"$out" || fail "trainbench version in the image printed '$out', not $VERSION"
 pass "the worker image runs trainbench-worker, trainbench node-launch and trainbench version ($VERSION)"
-blas=$(chroot "$wk_root" readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3)
-case $blas in *openblas*) pass "worker image: libblas.so.3 is OpenBLAS ($blas)" ;;
-  *) fail "worker image: libblas.so.3 is $blas, not OpenBLAS (5x slower)" ;; esac
+# The image's libtorch is the pinned wheel's (scripts/torch.sh), byte for byte, and only what the
+# CPU worker loads of it.
+torch_dir=$(bash "$(dirname "$0")/../../scripts/torch.sh" --path) || fail "no unpacked torch wheel (scripts/torch.sh)"
+for lib in torch/lib/libtorch_cpu.so torch/lib/libc10.so; do
+  cmp -s "$torch_dir/$lib" "$wk_root/usr/local/lib/trainbench/$(basename "$lib")" ||
+    fail "worker image: /usr/local/lib/trainbench/$(basename "$lib") is not the pinned wheel's $lib"
+done
+for lib in libtorch_cuda.so libc10_cuda.so libtorch_python.so; do
+  [ ! -e "$wk_root/usr/local/lib/trainbench/$lib" ] || fail "worker image: carries $lib, which the CPU worker does not load"
+done
+[ -z "$(find "$wk_root/usr/lib" -name 'libtorch*' -print -quit)" ] || fail "worker image: a second libtorch under /usr/lib"
+pass "worker image: libtorch_cpu and libc10 are the pinned wheel's ($(du -sh "$wk_root/usr/local/lib/trainbench" | cut -f1) of libraries)"
 libraries_resolve "worker image" "$wk_root"
 nothing_writable "worker image" "$wk_root"
 echo "PASS image_checks"
