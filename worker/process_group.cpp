@@ -9,6 +9,8 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <string_view>
+#include <vector>
 
 #include "core/utilization.hpp"
 #include "worker/output_files.hpp"
@@ -126,15 +128,44 @@ std::unique_ptr<RunStore> RunStore::serve(int port, std::chrono::milliseconds ti
   return std::unique_ptr<RunStore>(new RunStore(std::move(impl)));
 }
 
+namespace {
+// c10d's TCPStore (its libuv server, the default since PyTorch 2.4) refuses a value over 8 MiB and
+// drops the client's connection; a long run's result JSON (every step's time) can be bigger.
+// Such a value is stored as parts of kStorePartBytes under "KEY/part/I", written before KEY,
+// which then holds only kChunkedPrefix + the part count: whoever sees KEY finds every part.
+constexpr std::size_t kStorePartBytes = 4u << 20;
+constexpr std::string_view kChunkedPrefix = "trainbench-store-parts:";
+
+std::string part_key(const std::string& key, std::size_t i) { return key + "/part/" + std::to_string(i); }
+
+std::string as_string(const std::vector<std::uint8_t>& v) { return std::string(v.begin(), v.end()); }
+}  // namespace
+
 void RunStore::set(const std::string& key, const std::string& value) {
-  impl_->store->set(key, std::vector<std::uint8_t>(value.begin(), value.end()));
+  auto bytes = [](std::string_view s) { return std::vector<std::uint8_t>(s.begin(), s.end()); };
+  if (value.size() <= kStorePartBytes && value.rfind(kChunkedPrefix, 0) != 0) {
+    impl_->store->set(key, bytes(value));
+    return;
+  }
+  const std::size_t parts = (value.size() + kStorePartBytes - 1) / kStorePartBytes;
+  for (std::size_t i = 0; i < parts; ++i) {
+    impl_->store->set(part_key(key, i), bytes(std::string_view(value).substr(i * kStorePartBytes, kStorePartBytes)));
+  }
+  impl_->store->set(key, bytes(std::string(kChunkedPrefix) + std::to_string(parts)));
+}
+
+std::string RunStore::joined(const std::string& key, std::string value) {
+  if (value.rfind(kChunkedPrefix, 0) != 0) return value;
+  const std::size_t parts = std::stoul(value.substr(kChunkedPrefix.size()));
+  std::string out;
+  for (std::size_t i = 0; i < parts; ++i) out += as_string(impl_->store->get(part_key(key, i)));
+  return out;
 }
 
 std::string RunStore::get(const std::string& key, std::chrono::milliseconds timeout) {
   try {
     impl_->store->wait({key}, timeout);
-    const auto v = impl_->store->get(key);
-    return std::string(v.begin(), v.end());
+    return joined(key, as_string(impl_->store->get(key)));
   } catch (const c10::Error& e) {
     throw std::runtime_error("waiting for store key " + key + ": " + compat::error_message(e));
   }
@@ -143,8 +174,7 @@ std::string RunStore::get(const std::string& key, std::chrono::milliseconds time
 std::optional<std::string> RunStore::try_get(const std::string& key) {
   try {
     if (!impl_->store->check({key})) return std::nullopt;
-    const auto v = impl_->store->get(key);
-    return std::string(v.begin(), v.end());
+    return joined(key, as_string(impl_->store->get(key)));
   } catch (const c10::Error& e) {
     throw std::runtime_error("reading store key " + key + ": " + compat::error_message(e));
   }

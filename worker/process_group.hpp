@@ -94,6 +94,8 @@ class RunStore {
   RunStore(const RunStore&) = delete;
   RunStore& operator=(const RunStore&) = delete;
 
+  /// A value of any size (one over 4 MiB is stored in parts: TCPStore's libuv server refuses
+  /// values over 8 MiB).
   void set(const std::string& key, const std::string& value);
   /// Blocks until `key` exists or `timeout` passes (then throws).
   std::string get(const std::string& key, std::chrono::milliseconds timeout);
@@ -105,6 +107,8 @@ class RunStore {
   friend class Communicator;
   struct Impl;
   explicit RunStore(std::unique_ptr<Impl> impl);
+  /// `value` as read under `key`, with its parts joined when it was stored in parts.
+  std::string joined(const std::string& key, std::string value);
   std::unique_ptr<Impl> impl_;
 };
 
