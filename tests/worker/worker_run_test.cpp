@@ -108,15 +108,13 @@ TEST(WorkerRun, NonFiniteLossExits1) {
       << outs[0].output;
 }
 
-TEST(WorkerRun, Bf16CompressionWorksOrSaysItIsUnsupported) {
+// gloo in libtorch 1.13 had no bfloat16 all-reduce (the worker refused naming the field); the
+// pinned libtorch 2.15's has.
+TEST(WorkerRun, Bf16CompressionWorksOnGloo) {
   RunConfig c = tiny("ddp", 2);
   c.ddp.gradient_compression = GradientCompression::kBf16;
   const auto outs = run_ranks(c, {});
-  for (const auto& o : outs) {
-    if (o.exit_code == 0) continue;
-    EXPECT_EQ(o.exit_code, 2) << o.output;
-    EXPECT_NE(o.output.find("bf16 is not supported by the gloo backend"), std::string::npos) << o.output;
-  }
+  for (const auto& o : outs) EXPECT_EQ(o.exit_code, 0) << o.output;
 }
 
 TEST(WorkerRun, ResNetTrainsAtSmallImageSizeWithTwoRanks) {
