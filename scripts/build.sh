@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Configures and builds trainbench into build/ (RelWithDebInfo, Ninja, ccache when present).
-# Usage: scripts/build.sh [extra cmake args...]
+# Usage: [BUILD_TARGETS="t1 t2"] scripts/build.sh [extra cmake args...]   (default: every target)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -11,5 +11,6 @@ export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDI
 # The pinned libtorch (PyPI's torch wheel, unpacked into a cache outside the clone).
 bash scripts/torch.sh >/dev/null
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" "$@" >/dev/null
-cmake --build "$BUILD_DIR" -j"$jobs"
+# shellcheck disable=SC2086
+cmake --build "$BUILD_DIR" -j"$jobs" ${BUILD_TARGETS:+--target $BUILD_TARGETS}
 ln -sf "$BUILD_DIR/compile_commands.json" compile_commands.json 2>/dev/null || true

@@ -14,7 +14,7 @@ bash scripts/controlplane.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 
 echo "== build (RelWithDebInfo) =="
-bash scripts/build.sh
+bash scripts/build.sh -DTRAINBENCH_BUILD_TESTS=ON  # on again after a quickstart build (OFF)
 echo "== tests =="
 # Two tests at a time (CTEST_JOBS to change): every test on the shared control plane works in a
 # namespace and on node agents of its own (each agent owns its pod IP block), and while one waits
