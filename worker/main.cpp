@@ -57,6 +57,7 @@
 // in a trainer pod, node-launch rewrites it once its ranks have exited).
 
 #include <climits>
+#include <csignal>
 #include <cstdlib>
 #include <exception>
 #include <fstream>
@@ -199,6 +200,11 @@ int describe_model(const std::string& name) {
 
 int main(int argc, char** argv) {
   trainbench::worker::retain_freed_memory();
+  // A peer that died leaves sockets whose next write raises SIGPIPE, which would kill the rank
+  // without a word (libtorch 2.15's transports do not all send with MSG_NOSIGNAL: CI saw ranks of
+  // HybridPsFaults.DeadServer... die silently). Python, which PyTorch's own launchers run, ignores
+  // SIGPIPE from its start; so does the worker: the write fails with EPIPE and the rank says so.
+  std::signal(SIGPIPE, SIG_IGN);
   // Before the rank is known, errors name the raw RANK (or "?").
   std::string rank_label = env_or_empty("RANK");
   if (rank_label.empty()) rank_label = env_or_empty("SLURM_PROCID");

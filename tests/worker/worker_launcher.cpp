@@ -79,6 +79,7 @@ std::vector<ProcessOutcome> wait_all(std::vector<Child>& children, std::chrono::
         done[i] = true;
         --remaining;
         out[i].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        if (WIFSIGNALED(status)) out[i].signal = WTERMSIG(status);
       }
     }
     if (remaining == 0) break;
@@ -96,6 +97,10 @@ std::vector<ProcessOutcome> wait_all(std::vector<Child>& children, std::chrono::
   }
   for (std::size_t i = 0; i < children.size(); ++i) {
     out[i].output = read_file(children[i].log_path);
+    // A rank killed by a signal prints nothing of its own: the outcome says which signal.
+    if (out[i].signal != 0 && !out[i].timed_out) {
+      out[i].output += "[worker_launcher: killed by signal " + std::to_string(out[i].signal) + "]\n";
+    }
   }
   return out;
 }

@@ -21,6 +21,7 @@ int free_port();
 
 struct ProcessOutcome {
   int exit_code = -1;      ///< -1 when killed (timeout or signal)
+  int signal = 0;          ///< the signal that ended it (0: it exited)
   bool timed_out = false;
   std::string output;      ///< stdout and stderr, interleaved
 };
