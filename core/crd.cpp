@@ -210,24 +210,37 @@ json verdict_schema(const BenchmarkSpec& b) {
                                      "or on CPU a GEMM measured in the run.")}};
 }
 
-json benchmark_schema() {
-  const BenchmarkSpec b;
+json mlp_schema() {
   const MlpSpec m;
-  const DdpSpec d;
-  json mlp = object_t(
+  return object_t(
       "Shape of the mlp model: inputSize -> hiddenSizes... -> numClasses, ReLU between layers.",
       {{"inputSize", int_t("Input features.", bounds::kInputSize, m.input_size)},
        {"hiddenSizes",
         with_default(int_list_t("Hidden layer widths.", kMaxLayerListItems, bounds::kLayerWidth), m.hidden_sizes)},
        {"numClasses", int_t("Output classes.", bounds::kNumClasses, m.num_classes)}});
-  json ddp = object_t(
+}
+
+json ddp_schema() {
+  const DdpSpec d;
+  return object_t(
       "DistributedDataParallel settings.",
-      {{"bucketCapMB", positive_number("Gradient bucket size in MB, as DDP's bucket_cap_mb.", d.bucket_cap_mb)},
+      {{"implementation",
+        enum_t(allowed_texts<DdpImplementation>(),
+               "Whose DDP averages the gradients: pytorch (c10d::Reducer, as torch.nn.parallel."
+               "DistributedDataParallel drives it) or trainbench (trainbench's own bucketed reducer).",
+               to_string(d.implementation))},
+       {"bucketCapMB", positive_number("Gradient bucket size in MB, as DDP's bucket_cap_mb.", d.bucket_cap_mb)},
        {"gradientCompression",
         enum_t(known_compressions(), "Buckets cast to 16 bits for the all-reduce (none keeps fp32).",
                to_string(d.gradient_compression))},
        {"broadcastBuffers",
         bool_t("Broadcast BatchNorm buffers from rank 0 before each forward.", d.broadcast_buffers)}});
+}
+
+json benchmark_schema() {
+  const BenchmarkSpec b;
+  const json mlp = mlp_schema();
+  const json ddp = ddp_schema();
   json schema = object_t(
       "What is trained and measured. Data is synthetic, made on the device once per run.",
       {{"model", enum_t(known_models(),

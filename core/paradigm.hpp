@@ -13,7 +13,7 @@ namespace trainbench {
 
 enum class Paradigm {
   kNone,           ///< one device, no communication: the baseline of the speedup
-  kDdp,            ///< data parallel, gradients all-reduced in buckets (worker/ddp_reducer)
+  kDdp,            ///< data parallel, gradients all-reduced in buckets (spec.benchmark.ddp.implementation)
   kZero,           ///< DDP with Adam's state sharded over the ranks (ZeRO stage 1)
   kPipeline,       ///< one stage of the model per rank, GPipe micro-batches
   kModelParallel,  ///< one stage of the model per rank, the whole batch at once
@@ -25,7 +25,7 @@ enum class Paradigm {
 struct ParadigmInfo {
   Paradigm value;
   std::string_view text;        ///< the spec's spelling
-  bool ddp_reducer;             ///< all-reduces gradients with the DDP reducer
+  bool ddp_reducer;             ///< all-reduces gradients with DDP (spec.benchmark.ddp applies)
   bool staged;                  ///< splits the model into one stage per rank (spec.benchmark.pipeline)
   bool trains_model;            ///< false: communication only (no spec.benchmark.model needed)
   bool parameter_servers;       ///< runs parameter servers besides the trainers
@@ -43,7 +43,7 @@ struct Spellings<Paradigm> {
       {Paradigm::kPipeline,      "pipeline",       false, true,  true,  false, Optimizer::kSgd},
       {Paradigm::kModelParallel, "model-parallel", false, true,  true,  false, Optimizer::kSgd},
       {Paradigm::kAllreduce,     "allreduce",      false, false, false, false, Optimizer::kSgd},
-      {Paradigm::kHybridPs,      "hybrid-ps",      false, false, true,  true,  Optimizer::kSgd},
+      {Paradigm::kHybridPs,      "hybrid-ps",      true,  false, true,  true,  Optimizer::kSgd},
   }};
   // clang-format on
 };

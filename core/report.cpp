@@ -203,17 +203,13 @@ Report build_report(const BenchmarkJob& job, const std::vector<RunConfig>& runs,
                     const std::vector<RunOutcome>& outcomes) {
   if (runs.size() != outcomes.size()) throw std::invalid_argument("build_report: one outcome per run is needed");
   std::vector<RunReport> reports;
-  EnvironmentInfo env;
-  bool have_env = false;
+  std::optional<EnvironmentInfo> env;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const RunOutcome& out = outcomes[i];
     if (out.result && out.error.empty()) {
       try {
         reports.push_back(summarize_run(runs[i], *out.result));
-        if (!have_env) {
-          env = out.result->environment;
-          have_env = true;
-        }
+        fold_environment(env, out.result->environment);
       } catch (const std::exception& e) {
         reports.push_back(failed_run(runs[i], e.what()));
       }
@@ -221,7 +217,7 @@ Report build_report(const BenchmarkJob& job, const std::vector<RunConfig>& runs,
       reports.push_back(failed_run(runs[i], out.error));
     }
   }
-  return assemble_report(job, std::move(reports), env);
+  return assemble_report(job, std::move(reports), env.value_or(EnvironmentInfo{}));
 }
 
 nlohmann::json to_json(const RankReport& rk) {

@@ -149,6 +149,13 @@ void per_rank_block(std::ostream& os, const std::vector<const RunReport*>& runs,
   }
 }
 
+/// The report's words for spec.benchmark.ddp.implementation as a result names it.
+std::string ddp_description(const std::string& implementation) {
+  if (implementation == "pytorch") return "pytorch (PyTorch's c10d::Reducer, as DistributedDataParallel drives it)";
+  if (implementation == "trainbench") return "trainbench (trainbench's bucketed reducer)";
+  return implementation;
+}
+
 /// The title block and the "* name: value" lines of the environment the runs were measured in.
 void environment_header(std::ostringstream& os, const EnvironmentInfo& e) {
   const std::string title = "trainbench distributed benchmark suite";
@@ -164,6 +171,7 @@ void environment_header(std::ostringstream& os, const EnvironmentInfo& e) {
   if (e.cpu_cores) os << "* CPU cores usable: " << *e.cpu_cores << "\n";
   os << "* BLAS: " << (e.blas.empty() ? "unknown" : e.blas) << "\n";
   if (!e.attention.empty()) os << "* Attention: " << e.attention << "\n";
+  if (!e.ddp.empty()) os << "* DDP: " << ddp_description(e.ddp) << "\n";
   if (!e.hostname.empty()) os << "* Host: " << e.hostname << "\n";
   os << "\n";
 }
@@ -288,6 +296,7 @@ std::vector<SettingRow> setting_rows(const Report& base, const Report& test) {
       {"blas", be.blas, te.blas},
       {"bucket_cap_mb", num(base.bucket_cap_mb), num(test.bucket_cap_mb)},
       {"cuda_version", be.cuda_version, te.cuda_version},
+      {"ddp", be.ddp, te.ddp},
       {"device", be.device, te.device},
       {"gradient_compression", base.gradient_compression, test.gradient_compression},
       {"libtorch_version", be.libtorch_version, te.libtorch_version},
@@ -298,7 +307,12 @@ std::vector<SettingRow> setting_rows(const Report& base, const Report& test) {
       {"threads_per_process", std::to_string(be.threads_per_process), std::to_string(te.threads_per_process)},
       {"trainbench_version", be.trainbench_version, te.trainbench_version},
   };
-  if (be.attention.empty() && te.attention.empty()) rows.erase(rows.begin());  // not a transformer
+  const auto drop = [&rows](const std::string& name) {
+    rows.erase(std::remove_if(rows.begin(), rows.end(), [&name](const SettingRow& r) { return r.name == name; }),
+               rows.end());
+  };
+  if (be.attention.empty() && te.attention.empty()) drop("attention");  // not a transformer
+  if (be.ddp.empty() && te.ddp.empty()) drop("ddp");                    // no DDP run, or older reports
   return rows;
 }
 

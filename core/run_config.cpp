@@ -80,7 +80,8 @@ nlohmann::json to_json(const RunConfig& c) {
       {"mlp",
        {{"inputSize", c.mlp.input_size}, {"hiddenSizes", c.mlp.hidden_sizes}, {"numClasses", c.mlp.num_classes}}},
       {"ddp",
-       {{"bucketCapMB", c.ddp.bucket_cap_mb},
+       {{"implementation", to_string(c.ddp.implementation)},
+        {"bucketCapMB", c.ddp.bucket_cap_mb},
         {"gradientCompression", to_string(c.ddp.gradient_compression)},
         {"broadcastBuffers", c.ddp.broadcast_buffers}}},
       {"optimizer", to_string(c.optimizer)},
@@ -131,6 +132,7 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
   c.mlp.hidden_sizes.clear();
   c.mlp.hidden_sizes = jf::get_int32_list(mlp, "hiddenSizes", "mlp");
   const auto& ddp = jf::get_object(j, "ddp", p);
+  c.ddp.implementation = jf::get_enum<DdpImplementation>(ddp, "implementation", "ddp");
   c.ddp.bucket_cap_mb = jf::get_number(ddp, "bucketCapMB", "ddp");
   c.ddp.gradient_compression = jf::get_enum<GradientCompression>(ddp, "gradientCompression", "ddp");
   c.ddp.broadcast_buffers = jf::get_bool(ddp, "broadcastBuffers", "ddp");

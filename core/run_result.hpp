@@ -30,7 +30,20 @@ struct EnvironmentInfo {
   /// How bert-base / gpt2-small computed attention: "eager" or "fused" (spec's auto resolved
   /// against this libtorch); empty for the other models. "attention"; absent in older results.
   std::string attention;
+  /// Whose DDP averaged the gradients ("pytorch" or "trainbench", spec.benchmark.ddp.implementation);
+  /// empty for paradigms without DDP. "ddp"; absent in older results.
+  std::string ddp;
 };
+
+/// Folds a run's environment into the report's, runs in order: the first run's, with the DDP of
+/// the first run that had one (a sweep's single-device baseline runs without DDP).
+inline void fold_environment(std::optional<EnvironmentInfo>& report_env, const EnvironmentInfo& run_env) {
+  if (!report_env) {
+    report_env = run_env;
+  } else if (report_env->ddp.empty()) {
+    report_env->ddp = run_env.ddp;
+  }
+}
 
 /// One rank's measurements. step_seconds[r][s] = duration of measured step s in repeat r.
 struct RankResult {

@@ -30,6 +30,7 @@ struct MlpSpec {
 };
 
 struct DdpSpec {
+  DdpImplementation implementation = DdpImplementation::kPytorch;  ///< "implementation"
   double bucket_cap_mb = 25.0;                 ///< bucket size, as DDP's bucket_cap_mb
   GradientCompression gradient_compression = GradientCompression::kNone;
   bool broadcast_buffers = true;               ///< BatchNorm buffers from rank 0 each step

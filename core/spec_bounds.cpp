@@ -98,6 +98,7 @@ void benchmark_bounds(std::vector<FieldBound>& t) {
                      items(b + "mlp.hiddenSizes", kMaxLayerListItems),
                      range(b + "mlp.hiddenSizes[]", kLayerWidth),
                      range(b + "mlp.numClasses", kNumClasses),
+                     one_of(b + "ddp.implementation", allowed_texts<DdpImplementation>()),
                      positive(b + "ddp.bucketCapMB"),
                      one_of(b + "ddp.gradientCompression", known_compressions()),
                      one_of(b + "optimizer", known_optimizers()),

@@ -330,7 +330,8 @@ void read_mlp(Reader& r, const YAML::Node& n, const std::string& path, MlpSpec& 
 }
 
 void read_ddp(Reader& r, const YAML::Node& n, const std::string& path, DdpSpec& d) {
-  if (!r.object(n, path, {"bucketCapMB", "gradientCompression", "broadcastBuffers"})) return;
+  if (!r.object(n, path, {"implementation", "bucketCapMB", "gradientCompression", "broadcastBuffers"})) return;
+  r.read_enum(n, "implementation", path, d.implementation);
   r.read_double(n, "bucketCapMB", path, d.bucket_cap_mb);
   r.read_enum(n, "gradientCompression", path, d.gradient_compression);
   r.read_bool(n, "broadcastBuffers", path, d.broadcast_buffers);

@@ -110,6 +110,16 @@ struct Spellings<GradientCompression> {
                                                                        {GradientCompression::kBf16, "bf16"}}};
 };
 
+/// spec.benchmark.ddp.implementation: whose DistributedDataParallel averages the gradients:
+/// PyTorch's own (c10d::Reducer, as torch.nn.parallel.DistributedDataParallel drives it) or
+/// trainbench's bucketed reducer (worker/ddp_reducer.hpp).
+enum class DdpImplementation { kPytorch, kTrainbench };
+template <>
+struct Spellings<DdpImplementation> {
+  static constexpr std::array<Spelling<DdpImplementation>, 2> table{
+      {{DdpImplementation::kPytorch, "pytorch"}, {DdpImplementation::kTrainbench, "trainbench"}}};
+};
+
 /// spec.benchmark.transformer.attention: how bert-base and gpt2-small compute attention.
 /// auto: the fused kernel where libtorch has it (2.x: at::scaled_dot_product_attention, flash /
 /// memory-efficient on CUDA), else eager; eager: matmul, softmax, matmul (libtorch 1.13's only

@@ -5,6 +5,7 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 
 #include "worker/worker_error.hpp"
@@ -115,6 +116,19 @@ void DdpReducer::zero_grad() {
   for (std::size_t k = 0; k < params_.size(); ++k) {
     if (accumulators_[k]) params_[k].mutable_grad() = at::Tensor();
   }
+}
+
+void DdpReducer::before_forward() {
+  zero_grad();
+  prepare_for_backward();
+}
+
+void DdpReducer::before_backward(const at::Tensor& /*root*/) {}
+
+double DdpReducer::after_backward() {
+  const auto t0 = std::chrono::steady_clock::now();
+  finish_backward();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void DdpReducer::prepare_for_backward() {

@@ -11,12 +11,13 @@
 #include <vector>
 
 #include "core/vocabulary.hpp"
+#include "worker/gradient_reducer.hpp"
 #include "worker/process_group.hpp"
 
 namespace trainbench::worker {
 
-/// trainbench's own DDP gradient reducer (instead of c10d::Reducer: one code path for
-/// libtorch 1.13 and 2.x).
+/// trainbench's own DDP gradient reducer (spec.benchmark.ddp.implementation: trainbench; written
+/// when Debian's libtorch 1.13 headers lacked what c10d::Reducer needs, kept to compare with it).
 ///
 /// Parameters are assigned to flat buckets in reverse registration order, as PyTorch's DDP
 /// does: a bucket closes once it holds at least its limit, 1 MiB for the first bucket and
@@ -27,7 +28,7 @@ namespace trainbench::worker {
 /// rank. finish_backward() zeroes the slots of parameters that got no gradient, launches the
 /// remaining buckets, waits and divides by the world size in place. Optional compression casts
 /// a bucket to fp16/bf16 for the all-reduce only.
-class DdpReducer {
+class DdpReducer final : public GradientReducer {
  public:
   /// `params` in registration order. Issues one probe
   /// collective when compression is on (so every rank must construct it at the same point).
@@ -44,9 +45,12 @@ class DdpReducer {
   /// Completes the reduction after loss.backward() returned.
   void finish_backward();
 
-  std::size_t bucket_count() const { return buckets_.size(); }
-  /// Bytes one step all-reduces (all buckets, in the wire dtype).
-  std::int64_t bytes_per_step() const;
+  // GradientReducer: zero_grad() + prepare_for_backward(); nothing; finish_backward(), timed.
+  void before_forward() override;
+  void before_backward(const at::Tensor& root) override;
+  double after_backward() override;
+  std::size_t bucket_count() const override { return buckets_.size(); }
+  std::int64_t bytes_per_step() const override;
 
  private:
   struct Slot {

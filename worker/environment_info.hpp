@@ -29,6 +29,7 @@ inline EnvironmentInfo environment_info(const RunConfig& c, const torch::Device&
   e.threads_per_process = c.threads_per_process;
   e.cpu_cores = usable_cpu_count();
   if (is_transformer_model(c.model)) e.attention = to_string(resolve_attention(c.transformer.attention));
+  if (uses_ddp_reducer(c.paradigm)) e.ddp = to_string(c.ddp.implementation);
   return e;
 }
 

@@ -315,19 +315,17 @@ class HybridTrainerStep final : public Step {
         lookup(s, communication).reshape({batch_size(), tables() * dim()}).requires_grad_(true);
     RankProgress& progress = rank_.progress();
     progress.enter(ProgressPhase::kForward);
-    reducer_->zero_grad();
-    reducer_->prepare_for_backward();
+    reducer_->before_forward();
     const torch::Tensor loss = torch::nn::functional::cross_entropy(model_->dense_forward(features), batch_.targets);
     progress.enter(ProgressPhase::kBackward);
-    loss.backward();
-    const auto w0 = Clock::now();
+    reducer_->before_backward(loss);
     try {
-      reducer_->finish_backward();
+      loss.backward();  // PyTorch's reducer waits for its all-reduces in here
+      communication += reducer_->after_backward();
     } catch (const std::exception& e) {
       throw std::runtime_error("all-reduce of the dense gradients among the trainers (step " + std::to_string(s + 1) +
                                "): " + e.what());
     }
-    communication += seconds_between(w0, Clock::now());
     // The features' gradient to every server, which turns it into its rows' gradients.
     const torch::Tensor grad = features.grad().reshape({batch_size() * tables(), dim()}).contiguous();
     const int T = trainer_count();
@@ -405,7 +403,7 @@ class HybridTrainerStep final : public Step {
   std::int64_t model_parameters_ = 0;
   std::unique_ptr<Communicator> trainers_;
   std::vector<torch::Tensor> params_;  ///< the dense part's
-  std::unique_ptr<DdpReducer> reducer_;
+  std::unique_ptr<GradientReducer> reducer_;
   std::unique_ptr<StepOptimizer> optimizer_;
   SyntheticBatch batch_;
   torch::Tensor ids_, bag_of_, table_of_;

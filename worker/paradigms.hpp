@@ -23,7 +23,7 @@ using StepFactory = std::unique_ptr<Step> (*)(RankContext& rank);
 void validate_training(const RankEnv& env, const RunConfig& c, const WorkerOptions& o);
 /// none: one process, one model.
 std::unique_ptr<Step> make_single_process_step(RankContext& rank);
-/// ddp: a replica per rank, gradients all-reduced by the bucketed reducer (worker/ddp_reducer.hpp).
+/// ddp: a replica per rank, gradients all-reduced by the DDP of spec.benchmark.ddp.implementation (worker/gradient_reducer.hpp).
 std::unique_ptr<Step> make_ddp_step(RankContext& rank);
 /// zero: ddp's step with Adam's state sharded over the ranks (ZeRO stage 1).
 std::unique_ptr<Step> make_zero_step(RankContext& rank);

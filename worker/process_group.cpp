@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -51,6 +52,7 @@ struct Communicator::Impl {
   c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options;  ///< gloo: for subgroup()
 #endif
   std::string backend_name;
+  c10::intrusive_ptr<c10d::ProcessGroup> process_group;  ///< process_group(), once made
   std::chrono::milliseconds timeout{0};
   int rank = 0;
   int size = 1;
@@ -248,6 +250,22 @@ int Communicator::rank() const { return impl_->rank; }
 int Communicator::size() const { return impl_->size; }
 std::int64_t Communicator::sent_bytes() const { return impl_->sent->load(); }
 const std::string& Communicator::backend_name() const { return impl_->backend_name; }
+
+c10::intrusive_ptr<c10d::ProcessGroup> Communicator::process_group() {
+  if (!impl_->process_group) {
+    const bool nccl = impl_->backend_name == to_string(Backend::kNccl);
+    const auto type = nccl ? c10d::ProcessGroup::BackendType::NCCL : c10d::ProcessGroup::BackendType::GLOO;
+    auto group = c10::make_intrusive<c10d::ProcessGroup>(impl_->store, impl_->rank, impl_->size);
+    group->setBackend(nccl ? c10::DeviceType::CUDA : c10::DeviceType::CPU, type, impl_->backend);
+    group->setDefaultBackend(type);
+    impl_->process_group = group;
+  }
+  return impl_->process_group;
+}
+
+void Communicator::count_allreduce(std::int64_t bytes) {
+  impl_->count_sent(allreduce_sent_bytes(bytes, impl_->size));
+}
 
 PendingCollective Communicator::allreduce_sum(at::Tensor tensor) {
   std::vector<at::Tensor> tensors{std::move(tensor)};

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/util/intrusive_ptr.h>
 
 #include <chrono>
 #include <cstdint>
@@ -13,6 +14,10 @@
 #include "core/run_config.hpp"
 #include "worker/rank_env.hpp"
 #include "worker/rank_progress.hpp"
+
+namespace c10d {
+class ProcessGroup;
+}
 
 namespace trainbench::worker {
 
@@ -162,6 +167,13 @@ class Communicator {
   /// Receive from whichever rank sends first with `tag` (gloo's recvAnysource; NCCL has none).
   /// Safe to call while another thread sends or receives on this communicator.
   PendingRecv recv_any(at::Tensor tensor, int tag);
+
+  /// This group as a c10d::ProcessGroup over the same gloo or NCCL backend, made on first call:
+  /// for PyTorch's own c10d::Reducer (worker/torch_ddp_reducer.hpp). What goes through it
+  /// bypasses this class's accounting: its user counts it with count_allreduce().
+  c10::intrusive_ptr<c10d::ProcessGroup> process_group();
+  /// An all-reduce of `bytes` issued through process_group(), into sent_bytes().
+  void count_allreduce(std::int64_t bytes);
 
   /// A process group of `members` only (ranks of this communicator, ascending; this rank must be
   /// one of them): a new gloo group over a c10d::PrefixStore `name` on this one's store, its

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/run_config.hpp"
-#include "worker/ddp_reducer.hpp"
+#include "worker/gradient_reducer.hpp"
 #include "worker/metrics.hpp"
 #include "worker/models.hpp"
 #include "worker/process_group.hpp"
@@ -42,10 +42,10 @@ void write_progress(const std::string& path, const char* phase, int repeat, int 
 void dump_parameters(const std::string& prefix, int rank, const std::vector<at::Tensor>& params);
 
 /// DDP's set-up over `comm`: broadcast of rank 0's parameters and buffers (when comm has more
-/// than one rank), then the bucketed reducer (c.ddp's bucket size and compression).
-std::unique_ptr<DdpReducer> make_ddp_reducer(const std::vector<at::Tensor>& params,
-                                             const std::vector<at::Tensor>& buffers, Communicator& comm,
-                                             const RunConfig& c);
+/// than one rank), then the reducer of c.ddp.implementation (its bucket size and compression).
+std::unique_ptr<GradientReducer> make_ddp_reducer(const std::vector<at::Tensor>& params,
+                                                  const std::vector<at::Tensor>& buffers, Communicator& comm,
+                                                  const RunConfig& c);
 
 /// The rank's /metrics endpoint (nullptr unless TRAINBENCH_METRICS_PORT is set), labelled with
 /// `role` and `world` ranks, planned steps set.

@@ -30,6 +30,8 @@
 #include "worker/system_probe.hpp"
 #include "worker/torch_compat.hpp"
 #include "worker/train_common.hpp"
+#include "worker/ddp_reducer.hpp"
+#include "worker/torch_ddp_reducer.hpp"
 #include "worker/worker_error.hpp"
 
 namespace trainbench::worker {
@@ -94,15 +96,21 @@ void dump_parameters(const std::string& prefix, int rank, const std::vector<torc
   write_float32_file(prefix + ".rank" + std::to_string(rank) + ".bin", values);
 }
 
-std::unique_ptr<DdpReducer> make_ddp_reducer(const std::vector<torch::Tensor>& params,
-                                             const std::vector<torch::Tensor>& buffers, Communicator& comm,
-                                             const RunConfig& c) {
+std::unique_ptr<GradientReducer> make_ddp_reducer(const std::vector<torch::Tensor>& params,
+                                                  const std::vector<torch::Tensor>& buffers, Communicator& comm,
+                                                  const RunConfig& c) {
   if (comm.size() > 1) {
     std::vector<torch::Tensor> state = params;
     state.insert(state.end(), buffers.begin(), buffers.end());
     comm.broadcast(state, 0);
   }
-  return std::make_unique<DdpReducer>(params, comm, c.ddp.bucket_cap_mb, c.ddp.gradient_compression);
+  switch (c.ddp.implementation) {
+    case DdpImplementation::kTrainbench:
+      return std::make_unique<DdpReducer>(params, comm, c.ddp.bucket_cap_mb, c.ddp.gradient_compression);
+    case DdpImplementation::kPytorch:
+      break;
+  }
+  return std::make_unique<TorchDdpReducer>(params, comm, c.ddp.bucket_cap_mb, c.ddp.gradient_compression);
 }
 
 std::unique_ptr<WorkerMetrics> serve_worker_metrics(const RankEnv& env, const RunConfig& c, const WorkerOptions& o,

@@ -13,7 +13,7 @@
 
 #include "core/paradigm.hpp"
 #include "worker/amp.hpp"
-#include "worker/ddp_reducer.hpp"
+#include "worker/gradient_reducer.hpp"
 #include "worker/models.hpp"
 #include "worker/paradigms.hpp"
 #include "worker/pipeline.hpp"
@@ -183,8 +183,7 @@ class DataParallelStep final : public Step {
     }
     if (slow_) slow_->run(batch_);  // test option: extra compute on this rank
     if (reducer_) {
-      reducer_->zero_grad();
-      reducer_->prepare_for_backward();
+      reducer_->before_forward();
     } else {
       clear_gradients(params_);
     }
@@ -195,12 +194,10 @@ class DataParallelStep final : public Step {
       loss = model_->loss(batch_.inputs, batch_.targets);
     }
     rank_.progress().enter(ProgressPhase::kBackward);
-    (scaler_ ? scaler_->scale_loss(loss) : loss).backward();
-    if (reducer_) {
-      const auto w0 = Clock::now();
-      reducer_->finish_backward();
-      communication += seconds_between(w0, Clock::now());
-    }
+    const torch::Tensor root = scaler_ ? scaler_->scale_loss(loss) : loss;
+    if (reducer_) reducer_->before_backward(root);
+    root.backward();
+    if (reducer_) communication += reducer_->after_backward();
     rank_.progress().enter(ProgressPhase::kOptimizer);
     if (scaler_) {
       const bool finite = scaler_->unscale(params_);  // same all-reduced gradients on every rank
@@ -254,7 +251,7 @@ class DataParallelStep final : public Step {
   std::vector<torch::Tensor> buffers_;
   std::int64_t parameter_count_ = 0;
   Communicator* comm_ = nullptr;
-  std::unique_ptr<DdpReducer> reducer_;
+  std::unique_ptr<GradientReducer> reducer_;
   bool sync_buffers_ = false;
   SyntheticBatch batch_;
   std::unique_ptr<StepOptimizer> optimizer_;

@@ -892,21 +892,17 @@ class Reconcile {
 
   void rebuild_report(const BenchmarkJob& spec, const std::vector<RunConfig>& runs) {
     std::vector<RunReport> reports;
-    EnvironmentInfo env;
-    bool have_env = false;
+    std::optional<EnvironmentInfo> env;
     for (const auto& r : runs) {
       const RunStatus& rs = run_status(r.index);
       // A failed run is a row as `trainbench run` reports it (its error, no timings).
       if (!rs.summary && rs.phase == RunPhase::kFailed) reports.push_back(failed_run(r, rs.message.value_or("")));
       if (!rs.summary) continue;
       reports.push_back(*rs.summary);
-      if (!have_env && rs.environment) {
-        env = *rs.environment;
-        have_env = true;
-      }
+      if (rs.environment) fold_environment(env, *rs.environment);
     }
     if (reports.empty()) return;
-    status_.report = assemble_report(spec, std::move(reports), env);
+    status_.report = assemble_report(spec, std::move(reports), env.value_or(EnvironmentInfo{}));
     const Report& rep = *status_.report;
     double best_ex = 0, best_speedup = 0;
     std::optional<double> lowest_efficiency;

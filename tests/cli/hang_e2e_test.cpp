@@ -77,14 +77,25 @@ class HangRun : public ::testing::Test {
   std::string marker = unique_marker();
 };
 
-// 4-rank DDP, rank 2 stopped at the start of step 4: the others wait in its all-reduce.
+// 4-rank DDP, rank 2 stopped at the start of step 4: the others wait in its all-reduce. PyTorch's
+// reducer (the default) waits for all its buckets at once, at the end of backward: the step's
+// all-reduce is named; trainbench's names the bucket.
 TEST_F(HangRun, DdpStoppedRankIsNamedAndEverythingStops) {
   const std::string error =
       run_hung(mlp_job_yaml("cli-e2e-hang-ddp", 2, 200, 1, "    - {nodes: 1, devicesPerNode: 4}\n", kRunPolicy), 2, 3);
   EXPECT_TRUE(contains(error, "in forward of step 4 for ")) << error;
   EXPECT_TRUE(contains(error, "; ranks 0, 1, 3 wait in all-reduce #")) << error;
-  EXPECT_TRUE(contains(error, "(bucket 1 of 1) since ")) << error;
   EXPECT_TRUE(contains(error, "all ranks were stopped")) << error;
+}
+
+TEST_F(HangRun, DdpOfTrainbenchNamesTheBucket) {
+  std::string yaml = mlp_job_yaml("cli-e2e-hang-ddp-tb", 2, 200, 1, "    - {nodes: 1, devicesPerNode: 4}\n", kRunPolicy);
+  const auto sweep = yaml.find("  sweep:\n");
+  ASSERT_NE(sweep, std::string::npos) << yaml;
+  yaml.insert(sweep, "    ddp: {implementation: trainbench}\n");
+  const std::string error = run_hung(yaml, 2, 3);
+  EXPECT_TRUE(contains(error, "; ranks 0, 1, 3 wait in all-reduce #")) << error;
+  EXPECT_TRUE(contains(error, "(bucket 1 of 1) since ")) << error;
 }
 
 // hybrid-ps with 2 trainers and 2 parameter servers; server 1 (rank 3) stops: the trainers wait

@@ -29,6 +29,7 @@ RunResult result(int world, double base) {
   r.environment.backend = "gloo";
   r.environment.device = "cpu";
   r.environment.threads_per_process = 1;
+  if (world > 1) r.environment.ddp = "pytorch";  // as the worker says it: DDP runs only
   for (int k = 0; k < world; ++k) {
     RankResult rk;
     rk.rank = k;
@@ -92,7 +93,10 @@ TEST(Report, SummarizeThenAssembleEqualsBuildReport) {
   parts.push_back(run_report_from_json(to_json(summarize_run(runs[0], r0)), "runs[0]"));
   parts.push_back(run_report_from_json(to_json(summarize_run(runs[1], r1)), "runs[1]"));
   parts.push_back(failed_run(runs[2], "rank 1 died"));
-  const Report assembled = assemble_report(j, parts, r0.environment);
+  std::optional<EnvironmentInfo> env;  // folded as the operator folds its runs' environments
+  fold_environment(env, r0.environment);
+  fold_environment(env, r1.environment);
+  const Report assembled = assemble_report(j, parts, *env);
   EXPECT_EQ(to_json(assembled), to_json(whole));
 }
 
@@ -171,6 +175,36 @@ TEST(ReportFormat, SeedStyleRows) {
   EXPECT_NE(text.find("2 CPUs -- 2M/1G:  FAILED: rank 1 exited with code 1"), std::string::npos) << text;
   EXPECT_NE(text.find("1.00x"), std::string::npos);
   EXPECT_NE(text.find("rank   1 (node 0, local 1)"), std::string::npos) << text;
+}
+
+TEST(ReportFormat, HeaderNamesTheDdpOfTheRunsThatHadOne) {
+  const auto j = job();
+  // The first run is the single-device baseline, without DDP: the header takes the next run's.
+  const Report rep = build_report(j, plan_runs(j, 2), {{result(1, 0.1), ""}, {result(2, 0.1), ""}, {result(2, 0.1), ""}});
+  EXPECT_EQ(rep.environment.ddp, "pytorch");
+  EXPECT_EQ(rep.environment.libtorch_version, "1.13.1");  // the rest from the first run
+  const std::string text = format_report(rep);
+  EXPECT_NE(text.find("* DDP: pytorch (PyTorch's c10d::Reducer, as DistributedDataParallel drives it)\n"),
+            std::string::npos)
+      << text;
+  // Round trip through the report's JSON, and a report without DDP runs has no such line.
+  EXPECT_EQ(report_from_json(to_json(rep)).environment.ddp, "pytorch");
+  const Report single = build_report(j, plan_runs(j, 2), {{result(1, 0.1), ""}, {std::nullopt, "x"}, {std::nullopt, "x"}});
+  EXPECT_EQ(format_report(single).find("* DDP:"), std::string::npos);
+}
+
+TEST(ReportFormat, DiffNamesEachSidesDdp) {
+  const auto j = job();
+  const auto runs = plan_runs(j, 2);
+  const Report base = build_report(j, runs, {{result(1, 0.1), ""}, {result(2, 0.1), ""}, {result(2, 0.1), ""}});
+  Report test = base;
+  test.environment.ddp = "trainbench";
+  const std::string text = format_diff(base, test);
+  const auto row = text.find("\nddp:");
+  ASSERT_NE(row, std::string::npos) << text;
+  const std::string line = text.substr(row + 1, text.find('\n', row + 1) - row - 1);
+  EXPECT_NE(line.find(" pytorch "), std::string::npos) << line;
+  EXPECT_NE(line.find(" vs trainbench"), std::string::npos) << line;
 }
 
 TEST(ReportFormat, DiffShowsPercentChangeOfThroughput) {

@@ -53,7 +53,7 @@ TEST(Vocabulary, ParadigmTraits) {
   EXPECT_TRUE(uses_ddp_reducer(Paradigm::kDdp));
   EXPECT_TRUE(uses_ddp_reducer(Paradigm::kZero));
   EXPECT_FALSE(uses_ddp_reducer(Paradigm::kNone));
-  EXPECT_FALSE(uses_ddp_reducer(Paradigm::kHybridPs));  // its trainers reduce the dense part themselves
+  EXPECT_TRUE(uses_ddp_reducer(Paradigm::kHybridPs));  // its trainers' dense part, among the trainers
   EXPECT_TRUE(splits_into_stages(Paradigm::kPipeline));
   EXPECT_TRUE(splits_into_stages(Paradigm::kModelParallel));
   EXPECT_FALSE(splits_into_stages(Paradigm::kDdp));

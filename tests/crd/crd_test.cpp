@@ -272,6 +272,8 @@ TEST(Crd, EnumsAndLimitsComeFromCore) {
   EXPECT_EQ(b.at("paradigm").at("enum"), json(known_paradigms()));
   EXPECT_EQ(b.at("precision").at("enum"), json(known_precisions()));
   EXPECT_EQ(b.at("ddp").at("properties").at("gradientCompression").at("enum"), json(known_compressions()));
+  EXPECT_EQ(b.at("ddp").at("properties").at("implementation").at("enum"), json({"pytorch", "trainbench"}));
+  EXPECT_EQ(b.at("ddp").at("properties").at("implementation").at("default"), "pytorch");
   EXPECT_EQ(spec.at("sweep").at("items").at("properties").at("paradigm").at("enum"), json(known_paradigms()));
   EXPECT_EQ(spec.at("device").at("enum"), json(known_devices()));
   EXPECT_EQ(spec.at("backend").at("enum"), json(known_backends()));

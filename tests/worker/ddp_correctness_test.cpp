@@ -73,6 +73,7 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 struct DdpCase {
+  std::string implementation;  ///< spec.benchmark.ddp.implementation
   int world;
   double bucket_cap_mb;
   std::string compression;
@@ -81,7 +82,7 @@ struct DdpCase {
 };
 
 std::ostream& operator<<(std::ostream& os, const DdpCase& c) {
-  return os << "world " << c.world << ", bucketCapMB " << c.bucket_cap_mb << ", compression "
+  return os << c.implementation << ", world " << c.world << ", bucketCapMB " << c.bucket_cap_mb << ", compression "
             << c.compression;
 }
 
@@ -92,6 +93,7 @@ TEST_P(DdpCorrectness, MatchesGlobalBatchReference) {
   TempDir dir;
   RunConfig c = small_mlp(tc.world, tc.bucket_cap_mb);
   c.ddp.gradient_compression = parse_gradient_compression(tc.compression).value();
+  c.ddp.implementation = trainbench::parse_enum<trainbench::DdpImplementation>(tc.implementation).value();
   const std::string prefix = dir.file("ddp");
   const std::string result_file = dir.file("result.json");
   expect_all_ok(run_ranks(c, {{"TRAINBENCH_DUMP_PARAMS", prefix},
@@ -126,8 +128,9 @@ TEST_P(DdpCorrectness, MatchesGlobalBatchReference) {
   EXPECT_GT(moved, 1e-3) << "parameters did not change: the test could not fail";
   EXPECT_GT(moved, 100 * diff);
 
-  // Result: bucket count and shape.
+  // Result: bucket count and shape, and whose DDP ran.
   const auto result = trainbench::run_result_from_json(nlohmann::json::parse(read_file(result_file)));
+  EXPECT_EQ(result.environment.ddp, tc.implementation);
   EXPECT_EQ(result.world_size, tc.world);
   EXPECT_EQ(result.parameter_count, expected_count);
   if (tc.many_buckets) {
@@ -144,15 +147,23 @@ TEST_P(DdpCorrectness, MatchesGlobalBatchReference) {
 }
 
 // 0.01 MB splits the 32-64-64-10 mlp (27 KB of fp32 gradients) into 2 buckets (fc3+fc2, fc1);
-// 1000 MB: one (the first bucket closes at 1 MiB, more than the model).
+// 1000 MB: one (the first bucket closes at 1 MiB, more than the model). PyTorch's reducer starts
+// with one bucket and rebuilds them after the first backward pass, in the order gradients
+// became ready: the same two here.
 INSTANTIATE_TEST_SUITE_P(
     Worker, DdpCorrectness,
-    ::testing::Values(DdpCase{2, 0.01, "none", true, 1e-5}, DdpCase{2, 1000, "none", false, 1e-5},
-                      DdpCase{3, 0.01, "none", true, 1e-5}, DdpCase{3, 1000, "none", false, 1e-5},
-                      DdpCase{2, 0.01, "fp16", true, 1e-3}),
+    ::testing::Values(DdpCase{"pytorch", 2, 0.01, "none", true, 1e-5}, DdpCase{"pytorch", 2, 1000, "none", false, 1e-5},
+                      DdpCase{"pytorch", 3, 0.01, "none", true, 1e-5}, DdpCase{"pytorch", 2, 0.01, "fp16", true, 1e-3},
+                      DdpCase{"pytorch", 2, 0.01, "bf16", true, 1e-2},
+                      DdpCase{"trainbench", 2, 0.01, "none", true, 1e-5},
+                      DdpCase{"trainbench", 2, 1000, "none", false, 1e-5},
+                      DdpCase{"trainbench", 3, 0.01, "none", true, 1e-5},
+                      DdpCase{"trainbench", 3, 1000, "none", false, 1e-5},
+                      DdpCase{"trainbench", 2, 0.01, "fp16", true, 1e-3},
+                      DdpCase{"trainbench", 2, 0.01, "bf16", true, 1e-2}),
     [](const auto& tc_info) {
       std::string cap = tc_info.param.bucket_cap_mb < 1 ? "SmallBuckets" : "OneBucket";
-      return "World" + std::to_string(tc_info.param.world) + cap +
+      return tc_info.param.implementation + "_World" + std::to_string(tc_info.param.world) + cap +
              (tc_info.param.compression == "none" ? "" : "_" + tc_info.param.compression);
     });
 
