@@ -4,6 +4,8 @@
 //   trainbench-worker                        run one rank (environment below)
 //   trainbench-worker --describe-model NAME  print {"model","parameters","buffers","headParameters"} as JSON
 //                                            (default RunConfig; element counts) and exit
+//   trainbench-worker --version              this worker's version and its PyTorch, CUDA, cuDNN,
+//                                            NCCL (none on a CPU build), gloo and BLAS
 //
 // Environment:
 //   TRAINBENCH_RUN_CONFIG     the RunConfig as JSON (core/run_config.hpp), required
@@ -67,13 +69,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ATen/Version.h>
+#include <torch/version.h>
+
 #include "core/run_config.hpp"
+#include "core/version.hpp"
 #include "worker/master.hpp"
 #include "worker/model_summary.hpp"
 #include "worker/output_files.hpp"
 #include "worker/result_configmap.hpp"
 #include "worker/rank_env.hpp"
 #include "worker/system_probe.hpp"
+#include "worker/torch_compat.hpp"
 #include "worker/train_loop.hpp"
 #include "worker/worker_error.hpp"
 
@@ -196,6 +203,25 @@ int describe_model(const std::string& name) {
   return 0;
 }
 
+/// --version: this worker's and its PyTorch stack's versions, as a run's report header names them.
+void print_version() {
+  namespace compat = trainbench::worker::compat;
+  const auto or_none = [](const std::string& v) { return v.empty() ? std::string("none") : v; };
+  std::cout << "trainbench-worker " << trainbench::kVersion << "\n"
+            << "PyTorch (libtorch): " << TORCH_VERSION << "\n"
+            << "CUDA: " << or_none(compat::cuda_version()) << "\n"
+            << "cuDNN: " << or_none(compat::cudnn_version()) << "\n"
+            << "NCCL: " << or_none(compat::nccl_version()) << "\n"
+#ifdef TRAINBENCH_WITH_GLOO
+            << "gloo: yes\n"
+#else
+            << "gloo: no\n"
+#endif
+            << "BLAS: "
+            << trainbench::worker::blas_description(trainbench::worker::loaded_blas_library(), at::show_config())
+            << "\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -220,8 +246,12 @@ int main(int argc, char** argv) {
       rank_label = "master";
       return run_master_from_env();
     }
+    if (arg1 == "--version") {
+      print_version();
+      return 0;
+    }
     if (arg1 == "--help" || arg1 == "-h") {
-      std::cout << "usage: trainbench-worker [--describe-model NAME | --master]\n"
+      std::cout << "usage: trainbench-worker [--describe-model NAME | --master | --version]\n"
                    "Runs one rank of a trainbench run; configured through TRAINBENCH_RUN_CONFIG\n"
                    "and torchrun/Slurm environment variables.\n";
       return 0;

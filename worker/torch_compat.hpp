@@ -34,6 +34,7 @@
 
 #ifdef TRAINBENCH_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #endif
@@ -172,6 +173,25 @@ inline std::string cuda_device_name(int index) {
 inline std::string cuda_version() {
 #if defined(TRAINBENCH_WITH_CUDA) && defined(CUDART_VERSION)
   return std::to_string(CUDART_VERSION / 1000) + "." + std::to_string((CUDART_VERSION % 1000) / 10);
+#else
+  return "";
+#endif
+}
+
+/// cuDNN's version as libtorch was built against it ("9.26.0"); empty without CUDA.
+inline std::string cudnn_version() {
+#ifdef TRAINBENCH_WITH_CUDA
+  const long v = at::detail::getCUDAHooks().versionCuDNN();  // MAJOR*10000 + MINOR*100 + PATCH (cuDNN 9)
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+#else
+  return "";
+#endif
+}
+
+/// The NCCL that ProcessGroupNCCL loads ("2.30.7"); empty without NCCL.
+inline std::string nccl_version() {
+#ifdef USE_C10D_NCCL
+  return c10d::getNcclVersion();
 #else
   return "";
 #endif

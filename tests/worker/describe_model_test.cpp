@@ -72,3 +72,21 @@ TEST(DescribeModelMlp, UnknownModelIsAConfigError) {
 }
 
 }  // namespace
+
+namespace {
+
+// --version names the PyTorch stack a run would report: this CPU build's libtorch 2.x from the
+// pinned wheel, no CUDA, cuDNN or NCCL, gloo, MKL inside libtorch_cpu.
+TEST(WorkerVersion, NamesItsPyTorchStack) {
+  const auto out = run_process({worker_path(), "--version"}, {});
+  ASSERT_EQ(out.exit_code, 0) << out.output;
+  EXPECT_NE(out.output.find("trainbench-worker 0."), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("\nPyTorch (libtorch): 2."), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("\nCUDA: none\ncuDNN: none\nNCCL: none\ngloo: yes\n"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("\nBLAS: MKL in libtorch_cpu"), std::string::npos) << out.output;
+  const auto bad = run_process({worker_path(), "--versions"}, {});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("unexpected argument '--versions'"), std::string::npos) << bad.output;
+}
+
+}  // namespace
