@@ -262,42 +262,44 @@ TEST(Precision, Bf16GradientCompressionStaysCloseToFp32) {
 
 // ---- spec.benchmark.transformer.attention ----
 
-/// The first measured loss of a small model run with `attention`, dropout off (the fused kernel
-/// draws its dropout mask differently), and the environment the worker reported.
-std::pair<double, EnvironmentInfo> first_loss(const std::string& model, Attention attention) {
+/// The first and the last measured loss of three steps of a small model run with `attention`,
+/// dropout off (the fused kernel draws its dropout mask differently), and the environment the
+/// worker reported.
+struct AttentionRun {
+  double first = 0;
+  double last = 0;
+  EnvironmentInfo env;
+};
+AttentionRun attention_run(const std::string& model, Attention attention) {
   TempDir dir;
   RunConfig c = small_run(model, "none", 1);
   c.transformer.attention = attention;
   c.test.no_dropout = true;
   c.warmup_steps = 0;
-  c.measure_steps = 1;
+  c.measure_steps = 3;
   const auto outs = run_ranks(c, {{"TRAINBENCH_RESULT_FILE", dir.file("r.json")}});
   EXPECT_EQ(outs[0].exit_code, 0) << outs[0].output;
-  if (outs[0].exit_code != 0) return {0, {}};
+  if (outs[0].exit_code != 0) return {};
   const auto r = trainbench::run_result_from_json(nlohmann::json::parse(read_file(dir.file("r.json"))));
-  return {r.ranks[0].initial_loss, r.environment};
+  return {r.ranks[0].initial_loss, r.ranks[0].final_loss, r.environment};
 }
 
-// Debian's libtorch 1.13 has no at::scaled_dot_product_attention: auto computes eagerly and says
-// so; fused is refused naming the field. On libtorch 2.x (the GPU builds) auto is fused and
-// gives eager's loss (the same maths in one kernel).
-TEST(Attention, AutoIsFusedWhereLibtorchHasItAndGivesEagersLoss) {
+// libtorch 2.x computes `fused` attention with at::scaled_dot_product_attention (on the CPU its
+// flash kernel), and `auto` resolves to it: the same maths in one kernel, so the loss of the
+// first step (forward) and of the third (two updates through its backward) equal eager's.
+TEST(Attention, FusedAndAutoGiveEagersLosses) {
   for (const std::string model : {"gpt2-small", "bert-base"}) {
     SCOPED_TRACE(model);
-    const auto [eager, eager_env] = first_loss(model, Attention::kEager);
-    const auto [autol, auto_env] = first_loss(model, Attention::kAuto);
-    EXPECT_EQ(eager_env.attention, "eager");
-    const bool has_fused = std::stoi(auto_env.libtorch_version) >= 2;
-    EXPECT_EQ(auto_env.attention, has_fused ? "fused" : "eager") << auto_env.libtorch_version;
-    EXPECT_NEAR(autol, eager, 1e-4 * eager);
-    if (has_fused) continue;
-    RunConfig c = small_run(model, "none", 1);
-    c.transformer.attention = Attention::kFused;
-    const auto outs = run_ranks(c, {});
-    EXPECT_EQ(outs[0].exit_code, 2) << outs[0].output;
-    EXPECT_NE(outs[0].output.find("spec.benchmark.transformer.attention: fused needs libtorch >= 2.0"),
-              std::string::npos)
-        << outs[0].output;
+    const AttentionRun eager = attention_run(model, Attention::kEager);
+    const AttentionRun fused = attention_run(model, Attention::kFused);
+    const AttentionRun autor = attention_run(model, Attention::kAuto);
+    EXPECT_EQ(eager.env.attention, "eager");
+    EXPECT_EQ(fused.env.attention, "fused");
+    EXPECT_EQ(autor.env.attention, "fused") << autor.env.libtorch_version;
+    EXPECT_NEAR(fused.first, eager.first, 1e-4 * eager.first);
+    EXPECT_NEAR(fused.last, eager.last, 1e-3 * eager.last);
+    EXPECT_NEAR(autor.last, fused.last, 1e-6 * fused.last);  // the same kernel
+    EXPECT_GT(std::fabs(eager.first - eager.last), 1e-3 * eager.first) << "training did not move the loss";
   }
 }
 
