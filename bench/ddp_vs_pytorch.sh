@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# Side by side: trainbench's C++ worker (none, ddp x1, ddp x2) and PyTorch's own Python DDP on the
-# same model, batch, thread and step settings. Prints a Markdown table for docs/performance.md.
+# Side by side: trainbench's C++ worker with PyTorch's own DDP (c10d::Reducer, the default
+# spec.benchmark.ddp.implementation), the same worker with trainbench's reducer, and Python's
+# torch.nn.parallel.DistributedDataParallel, on the same model, batch, thread and step settings
+# and the same libtorch binary (the torch 2.15.0 wheel: the worker's libtorch is unpacked from it,
+# Python's venv installs it). Prints a Markdown table for docs/performance.md.
 #
-#   TRAINBENCH_WITH_PYTHON=1 bash scripts/install-deps.sh   # python3-torch, python3-torchvision
+#   bash scripts/python-torch.sh          # once: the venv with Python PyTorch (2.8 GB of wheels)
 #   [ROUNDS=3] [CASES="mlp resnet18"] bash bench/ddp_vs_pytorch.sh [build-dir]
 #
 # Each configuration runs WARMUP steps, then REPEATS x STEPS timed steps; its p50 sec/iter is the
-# median over repeats of the all-rank p50, computed the same way on both sides. The two sides run
-# alternately, ROUNDS times (C++, Python, C++, Python, ...), and the table shows the median over
-# rounds with the range, so that a noisy neighbour on a shared machine hits both sides alike.
+# median over repeats of the all-rank p50, computed the same way on all sides. The sides run
+# alternately, ROUNDS times, and the table shows the median over rounds with the range, so that a
+# noisy neighbour on a shared machine hits every side alike. A model Python cannot build (resnet18
+# needs torchvision, which PyPI may not have for this torch yet) gets "-" in the Python columns.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
-PY=/usr/bin/python3
+PY=$(bash scripts/python-torch.sh --path) || { echo "run scripts/python-torch.sh first" >&2; exit 1; }
 WARMUP=${WARMUP:-5}
 STEPS=${STEPS:-20}
 REPEATS=${REPEATS:-3}
@@ -36,22 +40,32 @@ source "$(dirname "$0")/lib.sh"
 SAME_MALLOC="glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=2147483647"
 MODES=("--no-ddp" "--world-size 1" "--world-size 2")
 
-echo "| model | batch/rank | threads/rank | configuration | trainbench C++ p50 s/iter | PyTorch Python p50 s/iter, same allocator policy | C++ / Python | PyTorch Python p50 s/iter, glibc default |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+# cpp_run IMPLEMENTATION MODEL: the three p50s of one `trainbench run` into $out/IMPLEMENTATION.p50
+cpp_run() {
+  ddp_job_yaml "$2" "${BATCH[$2]}" "${SPEC[$2]}
+    ddp: {implementation: $1}" >"$out/job-$1.yaml"
+  "$BUILD/cli/trainbench" run "$out/job-$1.yaml" --json "$out/report.json" >/dev/null 2>"$out/run.log" || { cat "$out/run.log"; exit 1; }
+  $PY -c "import json; print(' '.join('%.4f' % r['secPerIter']['p50'] for r in json.load(open('$out/report.json'))['runs']))" >"$out/$1.p50"
+}
+
+echo "| model | batch/rank | threads/rank | configuration | C++ worker, PyTorch's DDP (c10d::Reducer) | C++ worker, trainbench's reducer | Python DDP, same allocator policy | C++ PyTorch DDP / Python | Python DDP, glibc default |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for model in $CASES; do
   batch=${BATCH[$model]}
-  ddp_job_yaml "$model" "$batch" "${SPEC[$model]}" >"$out/job.yaml"
   common=(--model "$model" --batch "$batch" --threads "$THREADS" --warmup "$WARMUP" --steps "$STEPS" --repeats "$REPEATS")
   # shellcheck disable=SC2206
   extra_py=(${PYARGS[$model]})
-  declare -a cpp0=() cpp1=() cpp2=() py0=() py1=() py2=() pd0=() pd1=() pd2=()
+  python_side=1
+  [ "$model" = mlp ] || "$PY" -c 'import torchvision' 2>/dev/null || python_side=0
+  declare -a tp0=() tp1=() tp2=() tb0=() tb1=() tb2=() py0=() py1=() py2=() pd0=() pd1=() pd2=()
   for round in $(seq 1 "$ROUNDS"); do
-    "$BUILD/cli/trainbench" run "$out/job.yaml" --json "$out/report.json" >/dev/null 2>"$out/run.log" || { cat "$out/run.log"; exit 1; }
-    for i in 0 1 2; do
-      v=$($PY -c "import json; print('%.4f' % json.load(open('$out/report.json'))['runs'][$i]['secPerIter']['p50'])")
-      eval "cpp$i+=($v)"
+    for impl in pytorch trainbench; do
+      cpp_run "$impl" "$model"
+      read -r a b c <"$out/$impl.p50"
+      if [ $impl = pytorch ]; then tp0+=("$a"); tp1+=("$b"); tp2+=("$c"); else tb0+=("$a"); tb1+=("$b"); tb2+=("$c"); fi
     done
     for i in 0 1 2; do
+      [ $python_side = 1 ] || break
       # shellcheck disable=SC2086
       v=$(GLIBC_TUNABLES=$SAME_MALLOC $PY bench/pytorch_ddp.py "${common[@]}" "${extra_py[@]}" ${MODES[$i]} | p50)
       eval "py$i+=($v)"
@@ -63,9 +77,14 @@ for model in $CASES; do
   done
   for i in 0 1 2; do
     label=$($PY -c "import json; r=json.load(open('$out/report.json'))['runs'][$i]; print(r['devices'] + ' -- ' + r['label'])")
-    eval "c=(\"\${cpp$i[@]}\"); p=(\"\${py$i[@]}\"); d=(\"\${pd$i[@]}\")"
-    ratio=$($PY -c "print('%.3f' % ($(median 4 "${c[@]}") / $(median 4 "${p[@]}")))")
-    echo "| ${SHAPE[$model]} | $batch | $THREADS | $label | $(range 4 "${c[@]}") | $(range 4 "${p[@]}") | $ratio | $(range 4 "${d[@]}") |"
+    eval "t=(\"\${tp$i[@]}\"); b=(\"\${tb$i[@]}\"); p=(\"\${py$i[@]}\"); d=(\"\${pd$i[@]}\")"
+    if [ $python_side = 1 ]; then
+      ratio=$($PY -c "print('%.3f' % ($(median 4 "${t[@]}") / $(median 4 "${p[@]}")))")
+      pycells="$(range 4 "${p[@]}") | $ratio | $(range 4 "${d[@]}")"
+    else
+      pycells="- | - | -"
+    fi
+    echo "| ${SHAPE[$model]} | $batch | $THREADS | $label | $(range 4 "${t[@]}") | $(range 4 "${b[@]}") | $pycells |"
   done
 done
 echo

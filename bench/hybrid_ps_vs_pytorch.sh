@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
-PY=/usr/bin/python3
+PY=$(bash scripts/python-torch.sh --path) || { echo "run scripts/python-torch.sh first (Python PyTorch in a venv)" >&2; exit 1; }
 WARMUP=${WARMUP:-5}
 STEPS=${STEPS:-20}
 REPEATS=${REPEATS:-3}

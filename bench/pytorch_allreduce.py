@@ -3,7 +3,7 @@
 per size, warm-up, then `repeats` timings of `iters` back-to-back all-reduces, mean over ranks,
 p50 over repeats; busbw = algbw x 2(n-1)/n. A side-by-side reference for the worker's numbers.
 
-    /usr/bin/python3 bench/pytorch_allreduce.py --ranks 2 --min 1024 --max 67108864
+    "$(bash scripts/python-torch.sh)" bench/pytorch_allreduce.py --ranks 2 --min 1024 --max 67108864
 """
 import argparse
 import os

@@ -7,7 +7,7 @@ warm-up steps excluded, each step timed to completion, percentiles over all rank
 (numpy's linear method), median over repeats. Ranks are spawned with torch.multiprocessing on
 127.0.0.1 with gloo (torchrun on Python 3.11 is broken here, see shared notes).
 
-Usage: /usr/bin/python3 bench/pytorch_ddp.py --model mlp --world-size 2 --threads 1 --batch 32
+Usage: "$(bash scripts/python-torch.sh)" bench/pytorch_ddp.py --model mlp --world-size 2 --threads 1 --batch 32
        python3 bench/pytorch_ddp.py --model resnet50 --device cuda --precision amp-bf16 (NCCL, one
        GPU per rank; each step ends with a CUDA synchronize, as the worker's)
 """

@@ -47,7 +47,7 @@ trainer's steps pooled; examples/sec = T * batch / sec, as trainbench's runs[i].
 Prints the seed-style table (sec/iter with 4 decimals, the seed's 3 are too coarse for small
 shapes), then one JSON line (the last line of stdout).
 
-Usage: /usr/bin/python3 bench/pytorch_hybrid_ps.py --trainers 2 --servers 2 --batch 32 \
+Usage: "$(bash scripts/python-torch.sh)" bench/pytorch_hybrid_ps.py --trainers 2 --servers 2 --batch 32 \
            --warmup 5 --steps 20 --repeats 3 [--num-tables 8 --num-embeddings 300 \
            --embedding-dim 64 --bag-size 5 --dense-sizes 256 128 64 32 --num-classes 8] [--threads 1]
 """

@@ -6,7 +6,7 @@ DDP with plain Adam, on the same shapes and protocol as trainbench's `zero` / `d
 Prints one JSON line: secPerIter percentiles (all ranks' steps pooled, median over repeats), and
 per rank the peak RSS and the bytes of optimizer state it holds.
 
-Usage: /usr/bin/python3 bench/pytorch_zero.py --optimizer zero --world-size 2 --threads 1 \
+Usage: "$(bash scripts/python-torch.sh)" bench/pytorch_zero.py --optimizer zero --world-size 2 --threads 1 \
            --batch 32 --mlp-hidden 2048 2048 2048 --lr 0.0001
 """
 import argparse
