@@ -28,11 +28,14 @@ echo "python-torch: downloading torch $version and its dependencies from PyPI (a
   --only-binary=:all: --python-version 3.11 --implementation cp --abi cp311 \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_25_x86_64 \
   --platform manylinux_2_24_x86_64 --platform manylinux_2_18_x86_64 --platform manylinux_2_17_x86_64 \
-  --platform manylinux_2_12_x86_64 --platform manylinux_2_5_x86_64 -d "$wheels" >&2
+  --platform manylinux_2_12_x86_64 --platform manylinux_2_5_x86_64 --platform manylinux2014_x86_64 \
+  --platform manylinux2010_x86_64 --platform manylinux1_x86_64 --find-links "$wheels" -d "$wheels" >&2
 rm -rf "$dir"
 "$py" -m venv "$dir" || { echo "python-torch: $py -m venv failed (Debian: apt-get install python3-venv)" >&2; exit 1; }
 "$dir/bin/python" -m pip install --quiet --disable-pip-version-check --no-index --find-links "$wheels" \
   --require-hashes -r "$req" >&2
 "$dir/bin/python" -c 'import torch, torch.distributed as d; assert d.is_gloo_available(); print("python-torch:", torch.__version__, torch.__file__)' >&2
 touch "$dir/.complete"
+# Other pins' venvs are not needed any more.
+for old in "$cache"/venv/torch-*; do [ "$old" = "$dir" ] || rm -rf "$old"; done
 echo "$dir/bin/python"
