@@ -138,6 +138,13 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if d.fault == "" {
 		p.rp.ServeHTTP(w, r)
+		if info.verb == "watch" && r.Context().Err() != nil {
+			// Dropped (watches/close) or its client gone: the stream must stop mid-way, as a
+			// dropped connection's does. The API server, seeing its request cancelled, may end
+			// its response cleanly before the copy notices, and ReverseProxy would then end ours
+			// cleanly too (HTTP/2: END_STREAM instead of RST_STREAM).
+			panic(http.ErrAbortHandler)
+		}
 		return
 	}
 	p.serveFault(w, r, info, d)
