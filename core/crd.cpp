@@ -337,8 +337,9 @@ json template_schema() {
         {{"type", "string"},
          {"minLength", kMinImageLength},
          {"maxLength", kMaxImageLength},
-         {"default", t.image},
-         {"description", "Worker image."}}},
+         {"description", "Worker image. Unset: the operator's for spec.device (its --worker-image, default " +
+                             PodTemplate::default_worker_image(Device::kCpu) + "; --worker-cuda-image, default " +
+                             PodTemplate::default_worker_image(Device::kCuda) + ")."}}},
        {"imagePullPolicy", enum_t(known_pull_policies(), "Unset: Kubernetes' default for the image's tag.")},
        {"serviceAccountName",
         {{"type", "string"},

@@ -146,7 +146,9 @@ inline int resolved_hang_timeout_seconds(const RunPolicy& p) {
 /// spec.template: merged by the operator into every pod it creates. The Kubernetes-shaped lists
 /// are kept verbatim as JSON (checked only for shape: lists of objects, env items named).
 struct PodTemplate {
-  std::string image = default_worker_image();
+  /// "": unset, the operator's worker image for spec.device (default_worker_image, or its
+  /// --worker-image / --worker-cuda-image); the API server refuses an empty one (minLength 1).
+  std::string image;
   std::string image_pull_policy;     ///< "" (Kubernetes decides) | Always | IfNotPresent | Never
   std::string service_account_name; ///< "" (the namespace's default); trainers only
   std::map<std::string, std::string> resource_limits;    ///< quantities as strings: "8", "500m", "4Gi"
@@ -159,7 +161,9 @@ struct PodTemplate {
   std::map<std::string, std::string> annotations;  ///< pod annotations
   std::map<std::string, std::string> labels;       ///< pod labels (not trainbench.dev/...)
 
-  static std::string default_worker_image();  ///< "trainbench/worker:<kVersion>"
+  /// "trainbench/worker:<kVersion>" for device cpu, "trainbench/worker:<kVersion>-cuda" for cuda
+  /// (docker/worker.Dockerfile, TORCH_FLAVOUR).
+  static std::string default_worker_image(Device device);
 };
 
 /// spec.nccl: NCCL's environment in every worker pod (unset fields are not set).

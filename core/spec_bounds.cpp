@@ -6,7 +6,9 @@
 
 namespace trainbench {
 
-std::string PodTemplate::default_worker_image() { return std::string("trainbench/worker:") + kVersion; }
+std::string PodTemplate::default_worker_image(Device device) {
+  return std::string("trainbench/worker:") + kVersion + (device == Device::kCuda ? "-cuda" : "");
+}
 
 const std::vector<std::string>& known_models() {
   static const std::vector<std::string> v{

@@ -514,6 +514,11 @@ void read_template(Reader& r, const YAML::Node& n, PodTemplate& t) {
                  "volumes", "volumeMounts", "env", "annotations", "labels"}))
     return;
   r.read_string(n, "image", path, t.image, kMaxImageLength);
+  if (n["image"].IsDefined() && n["image"].IsScalar() && n["image"].Scalar().empty()) {
+    r.error(path + ".image", "must not be empty (unset: the operator's image for spec.device, " +
+                                 PodTemplate::default_worker_image(Device::kCpu) + " or " +
+                                 PodTemplate::default_worker_image(Device::kCuda) + ")");
+  }
   r.read_string(n, "imagePullPolicy", path, t.image_pull_policy);
   r.read_string(n, "serviceAccountName", path, t.service_account_name, kMaxServiceAccountNameLength);
   const YAML::Node res = n["resources"];

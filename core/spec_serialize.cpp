@@ -59,7 +59,8 @@ json sweep_json(const std::vector<SweepEntry>& sweep) {
 }
 
 json template_json(const PodTemplate& t) {
-  json tmpl = {{"image", t.image}};
+  json tmpl = json::object();
+  if (!t.image.empty()) tmpl["image"] = t.image;
   if (!t.image_pull_policy.empty()) tmpl["imagePullPolicy"] = t.image_pull_policy;
   if (!t.service_account_name.empty()) tmpl["serviceAccountName"] = t.service_account_name;
   if (!t.resource_limits.empty()) tmpl["resources"]["limits"] = t.resource_limits;

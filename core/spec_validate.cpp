@@ -158,7 +158,6 @@ void check_quantities(Checker& c, const std::string& path, const std::map<std::s
 
 void check_template(Checker& c, const PodTemplate& t) {
   const std::string tp = "spec.template";
-  if (t.image.empty()) c.add(tp + ".image", "must not be empty (default " + PodTemplate::default_worker_image() + ")");
   check_text(c, tp + ".image", t.image, kMaxImageLength);
   if (!t.image_pull_policy.empty()) c.one_of(tp + ".imagePullPolicy", t.image_pull_policy, known_pull_policies());
   if (!t.service_account_name.empty() &&

@@ -1,21 +1,31 @@
 # syntax=docker/dockerfile:1
-# The CPU worker image: `trainbench` (trainer pods run `trainbench node-launch`) and
+# The worker images: `trainbench` (trainer pods run `trainbench node-launch`) and
 # `trainbench-worker` (master pods run `trainbench-worker --master`; node-launch starts one per
-# device), both on PATH, with the libtorch of the pinned torch wheel from PyPI
-# (scripts/torch/cpu-requirements.txt; only what the CPU worker loads: libtorch_cpu, libc10, their
-# OpenMP, and the CUDA runtime and CUPTI that libtorch_cpu links). Runs as uid/gid 65532, the
-# runAsUser the operator gives every benchmark pod (operator/controller/manifests.cpp).
+# device), both on PATH, with the libtorch of the pinned torch wheel from PyPI, in one of two
+# flavours (TORCH_FLAVOUR, cmake/TrainbenchTorch.cmake, scripts/torch.sh):
+#   cpu   only what the CPU worker loads: libtorch_cpu, libc10, their OpenMP, and the CUDA runtime
+#         and CUPTI that libtorch_cpu links (scripts/torch/cpu-requirements.txt);
+#   cuda  libtorch_cuda too, with the CUDA 13 libraries, cuDNN and NCCL of the nvidia-* wheels that
+#         torch pins (scripts/torch/cuda-requirements.txt): the same files Python's torch 2.15.0
+#         loads. The GPU driver (libcuda) is the node's, put into the container by NVIDIA's
+#         container toolkit, as for any CUDA image.
+# Both run as uid/gid 65532, the runAsUser the operator gives every benchmark pod
+# (operator/controller/manifests.cpp).
 #
-# Image: trainbench/worker:0.1.0   (the operator's default spec.template.image; tag = the project version)
-# Build, from the repository root:
+# Images: trainbench/worker:0.1.0        (the operator's default for spec.device cpu)
+#         trainbench/worker:0.1.0-cuda   (its default for spec.device cuda)
+# Build, from the repository root (tag = the project version):
 #   docker build -f docker/worker.Dockerfile -t trainbench/worker:0.1.0 .
+#   docker build -f docker/worker.Dockerfile --build-arg TORCH_FLAVOUR=cuda -t trainbench/worker:0.1.0-cuda .
 # The bases are build arguments so that tests can give local stand-ins; the defaults are what a
 # user builds from. This project's tests build this file with buildah (scripts/images.sh, with
-# local bases made by mmdebstrap) and run the image (tests/images, docs/install.md "Images").
+# local bases made by mmdebstrap) and run the images (tests/images, docs/install.md "Images").
 ARG BUILD_IMAGE=debian:bookworm
 ARG RUNTIME_IMAGE=debian:bookworm-slim
+ARG TORCH_FLAVOUR=cpu
 
 FROM ${BUILD_IMAGE} AS build
+ARG TORCH_FLAVOUR
 # scripts/install-deps.sh's build packages (no test frameworks: tests are off here); pip downloads
 # the torch wheels (scripts/torch.sh: hash-checked, unzipped, nothing installed).
 # apt's downloads and lists and ccache's objects live in cache mounts, kept between builds (shared,
@@ -38,16 +48,14 @@ COPY . .
 RUN --mount=type=cache,id=trainbench-ccache,target=/root/.cache/ccache \
     --mount=type=cache,id=trainbench-torch,target=/root/.cache/trainbench/torch \
     export CCACHE_BASEDIR=/src CCACHE_NOHASHDIR=1 TRAINBENCH_CACHE=/root/.cache/trainbench \
- && torch=$(bash scripts/torch.sh) \
+ && torch=$(bash scripts/torch.sh "$TORCH_FLAVOUR") \
  && cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRAINBENCH_BUILD_TESTS=OFF \
-      -DTRAINBENCH_TORCH_DIR="$torch" \
+      -DTRAINBENCH_TORCH_FLAVOUR="$TORCH_FLAVOUR" -DTRAINBENCH_TORCH_DIR="$torch" \
  && cmake --build build --target trainbench trainbench-worker \
  && install -D -s -m 0755 build/cli/trainbench /rootfs/usr/local/bin/trainbench \
  && install -D -s -m 0755 build/worker/trainbench-worker /rootfs/usr/local/bin/trainbench-worker \
  && mkdir -p /rootfs/usr/local/lib/trainbench \
- && cp "$torch"/torch/lib/libtorch_cpu.so "$torch"/torch/lib/libc10.so "$torch"/torch/lib/libgomp.so.1 \
-      "$torch"/nvidia/cu13/lib/libcudart.so.13 "$torch"/nvidia/cu13/lib/libcupti.so.13 \
-      /rootfs/usr/local/lib/trainbench/
+ && bash scripts/torch.sh --libs "$TORCH_FLAVOUR" | xargs cp -L -t /rootfs/usr/local/lib/trainbench/
 
 FROM ${RUNTIME_IMAGE}
 # Runtime libraries only (apt pulls their dependencies); libtorch_cpu carries its own BLAS (MKL).
@@ -66,5 +74,8 @@ RUN echo /usr/local/lib/trainbench > /etc/ld.so.conf.d/trainbench.conf && ldconf
 RUN ! ldd /usr/local/bin/trainbench /usr/local/bin/trainbench-worker | grep 'not found'
 # The root filesystem is read-only in the pods; the operator mounts an emptyDir on /tmp.
 ENV HOME=/tmp
+# What NVIDIA's container toolkit gives a container of this image on a GPU node: the driver's
+# compute (CUDA) and utility (NVML, nvidia-smi) libraries. The device plugin chooses the GPUs.
+ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility
 USER 65532:65532
 CMD ["trainbench", "version"]

@@ -64,6 +64,7 @@ struct Flags {
   int burst = 200;
   std::string metrics_address = ":8080", health_address = ":8081";
   double api_timeout_s = 30;  ///< per API request (not watches), as kubectl's --request-timeout
+  trainbench::op::WorkerImages worker_images;  ///< --worker-image, --worker-cuda-image
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -95,7 +96,20 @@ void print_usage() {
                "       [--workers N] [--qps Q] [--burst B] [--progress-interval S (0: off)]\n"
                "       [--metrics-bind-address HOST:PORT|0] [--health-probe-bind-address HOST:PORT|0]\n"
                "       [--kube-api-timeout SECONDS (per API request, default 30)] [--kueue]\n"
-               "       [--pod-create-parallelism N (pod creates in flight at once, default 32)]\n";
+               "       [--pod-create-parallelism N (pod creates in flight at once, default 32)]\n"
+               "       [--worker-image IMAGE (default " +
+                   trainbench::PodTemplate::default_worker_image(trainbench::Device::kCpu) +
+                   ")] [--worker-cuda-image IMAGE (default " +
+                   trainbench::PodTemplate::default_worker_image(trainbench::Device::kCuda) +
+                   ")]\n"
+               "       (the image of a job's pods, by spec.device, when its spec.template.image is unset)\n";
+}
+
+/// --worker-image / --worker-cuda-image: an image reference, bounded as spec.template.image is.
+std::string image_flag(const std::string& flag, const std::string& value) {
+  if (value.empty() || value.size() > static_cast<std::size_t>(trainbench::kMaxImageLength))
+    usage_error(flag + " must be an image reference of 1 to " + std::to_string(trainbench::kMaxImageLength) + " characters");
+  return value;
 }
 
 Flags parse(int argc, char** argv) {
@@ -155,6 +169,8 @@ Flags parse(int argc, char** argv) {
       f.pod_create_parallelism = static_cast<int>(number(next()));
       if (f.pod_create_parallelism < 1 || f.pod_create_parallelism > 1000)
         usage_error("--pod-create-parallelism must be in [1, 1000]");
+    } else if (a == "--worker-image" || a == "--worker-cuda-image") {
+      (a == "--worker-image" ? f.worker_images.cpu : f.worker_images.cuda) = image_flag(a, next());
     } else if (a == "--workers") {
       f.workers = static_cast<int>(number(next()));
     } else if (a == "--qps") {
@@ -284,6 +300,7 @@ void run_controller(const Flags& flags, std::shared_ptr<const trainbench::kube::
   co.progress_interval = std::chrono::seconds(flags.progress_interval_s);
   co.kueue = flags.kueue;
   co.pod_create_parallelism = flags.pod_create_parallelism;
+  co.worker_images = flags.worker_images;
   co.metrics = metrics;
   trainbench::op::Controller controller(std::move(client), co);
   metrics->set_snapshot_source([&controller] {

@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# Builds trainbench's CPU container images for real, with no Docker engine: Debian's mmdebstrap
+# Builds trainbench's container images for real, with no Docker engine: Debian's mmdebstrap
 # makes the base images from the same archive apt uses, and buildah (vfs storage, chroot
-# isolation) runs docker/operator.Dockerfile and docker/worker.Dockerfile unchanged, their bases
-# given as build arguments (docs/install.md, "Images").
+# isolation) runs docker/operator.Dockerfile and docker/worker.Dockerfile (twice: the cpu and the
+# cuda libtorch) unchanged, their bases given as build arguments (docs/install.md, "Images").
 #
-# Usage: scripts/images.sh [--bases-only | IMAGE...]   (IMAGE: operator, worker; default both)
+# Usage: scripts/images.sh [--bases-only | IMAGE...]
+#   (IMAGE: operator, worker, worker-cuda; default all three)
 #
 # Makes, in buildah's storage (`buildah --storage-driver vfs images`):
 #   localhost/trainbench-base/debian:bookworm        stands in for debian:bookworm (build stages)
 #   localhost/trainbench-base/debian:bookworm-slim   stands in for debian:bookworm-slim
 #   localhost/trainbench-base/distroless-cc:nonroot  stands in for gcr.io/distroless/cc-debian12:nonroot
-#   localhost/trainbench/operator:VERSION and localhost/trainbench/worker:VERSION (VERSION: the
-#   project's, as the chart and the operator name them)
+#   localhost/trainbench/operator:VERSION, localhost/trainbench/worker:VERSION and
+#   localhost/trainbench/worker:VERSION-cuda (VERSION: the project's, as the chart and the
+#   operator name them)
 #
 # Caches (a second run on the same machine takes minutes, not the cold build's tens of minutes):
 #   - each base's mmdebstrap tarball under $TRAINBENCH_IMAGE_CACHE (default
@@ -34,12 +36,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BASES_ONLY=0
-IMAGES=(operator worker)
+IMAGES=(operator worker worker-cuda)
 case "${1:-}" in
   "") ;;
   --bases-only) BASES_ONLY=1 ;;
-  operator | worker) IMAGES=("$@") ;;
-  *) echo "usage: scripts/images.sh [--bases-only | operator | worker ...]" >&2; exit 2 ;;
+  operator | worker | worker-cuda) IMAGES=("$@") ;;
+  *) echo "usage: scripts/images.sh [--bases-only | operator | worker | worker-cuda ...]" >&2; exit 2 ;;
 esac
 [ "$(id -u)" -eq 0 ] || { echo "images.sh: needs root (buildah vfs storage + chroot isolation)" >&2; exit 1; }
 for tool in buildah mmdebstrap; do
@@ -131,14 +133,19 @@ share_cache() {
   echo "images.sh: cache mount $id is $host_dir"
 }
 
-# image NAME RUNTIME_BASE: docker/NAME.Dockerfile built as trainbench/NAME:VERSION.
+# image NAME DOCKERFILE RUNTIME_BASE [BUILD-ARG...]: docker/DOCKERFILE.Dockerfile built as
+# trainbench/NAME with the project's version as its tag (NAME worker-cuda: trainbench/worker:VERSION-cuda).
 image() {
-  local name=$1 runtime=$2
+  local name=$1 file=$2 runtime=$3 tag args=()
+  shift 3
+  for a in "$@"; do args+=(--build-arg "$a"); done
+  tag=trainbench/$name:$VERSION
+  [ "$name" != worker-cuda ] || tag=trainbench/worker:$VERSION-cuda
   timed "image $name" "${BUILDAH[@]}" bud --isolation chroot --pull=never --quiet \
-    -f "docker/$name.Dockerfile" --ignorefile "docker/$name.Dockerfile.dockerignore" \
-    --build-arg "BUILD_IMAGE=$BASE/debian:bookworm" --build-arg "RUNTIME_IMAGE=$runtime" \
-    -t "trainbench/$name:$VERSION" . >/dev/null
-  "${BUILDAH[@]}" images --format '{{.Name}}:{{.Tag}} {{.Size}}' "trainbench/$name:$VERSION"
+    -f "docker/$file.Dockerfile" --ignorefile "docker/$file.Dockerfile.dockerignore" \
+    --build-arg "BUILD_IMAGE=$BASE/debian:bookworm" --build-arg "RUNTIME_IMAGE=$runtime" "${args[@]}" \
+    -t "$tag" . >/dev/null
+  "${BUILDAH[@]}" images --format '{{.Name}}:{{.Tag}} {{.Size}}' "$tag"
 }
 
 timed "bases" build_bases
@@ -148,9 +155,15 @@ share_cache trainbench-apt-archives /var/cache/apt/archives
 share_cache trainbench-torch "${TRAINBENCH_CACHE:-$HOME/.cache/trainbench}/torch"
 for name in "${IMAGES[@]}"; do
   case $name in
-    operator) image operator "$BASE/distroless-cc:nonroot" ;;
-    worker) image worker "$BASE/debian:bookworm-slim" ;;
-    *) echo "images.sh: no image $name (operator, worker)" >&2; exit 2 ;;
+    operator) image operator operator "$BASE/distroless-cc:nonroot" ;;
+    worker) image worker worker "$BASE/debian:bookworm-slim" ;;
+    worker-cuda)
+      # The CUDA wheels fetched here, into the cache the build's torch mount shares (as
+      # scripts/build.sh fetched the cpu ones), so that the build stage finds them unpacked.
+      [ "${TRAINBENCH_IMAGE_SHARE_CACHES:-1}" != 1 ] || timed "torch cuda wheels" bash scripts/torch.sh cuda >/dev/null
+      image worker-cuda worker "$BASE/debian:bookworm-slim" TORCH_FLAVOUR=cuda
+      ;;
+    *) echo "images.sh: no image $name (operator, worker, worker-cuda)" >&2; exit 2 ;;
   esac
 done
 # Intermediate images the layer cache no longer needs (older builds' layers) are pruned.

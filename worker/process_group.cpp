@@ -223,15 +223,12 @@ std::unique_ptr<Communicator> Communicator::create(const RankEnv& env, const Run
           c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, env.rank, env.world_size, options);
 #endif
     } else {  // Backend::kNccl
-#ifdef USE_C10D_NCCL
+      if (!compat::built_with_cuda()) {
+        throw ConfigError("backend nccl: this trainbench-worker was built without NCCL (the cpu image; "
+                          "device cuda runs the cuda one)");
+      }
       compat::cuda_set_device(env.local_rank);
-      auto options = c10d::ProcessGroupNCCL::Options::create();
-      options->timeout = impl->timeout;
-      impl->backend =
-          c10::make_intrusive<c10d::ProcessGroupNCCL>(impl->store, env.rank, env.world_size, options);
-#else
-      throw ConfigError("backend nccl: this trainbench-worker was built without NCCL");
-#endif
+      impl->backend = compat::make_nccl_backend(impl->store, env.rank, env.world_size, impl->timeout);
     }
   } catch (const c10::Error& e) {
     throw std::runtime_error("rendezvous at " + env.master_addr + ":" +

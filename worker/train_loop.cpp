@@ -64,9 +64,9 @@ std::int64_t element_count(const std::vector<at::Tensor>& tensors) {
 
 at::Device rank_device(const RankEnv& env, const RunConfig& c) {
   if (c.device != Device::kCuda) return at::Device(at::kCPU);
-  if (!compat::kBuiltWithCuda || !torch::cuda::is_available()) {
+  if (!compat::built_with_cuda() || !torch::cuda::is_available()) {
     throw ConfigError("run config: device cuda, but " +
-                      std::string(compat::kBuiltWithCuda ? "no CUDA device is available"
+                      std::string(compat::built_with_cuda() ? "no CUDA device is available"
                                                          : "this worker was built without CUDA"));
   }
   compat::cuda_set_device(env.local_rank);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine (the `device` tool's, in the repository root, with .gpu from
-# bench/gpu/bundle.sh carried): builds trainbench-worker against the machine's own CUDA libtorch,
-# then the GPU checks of docs/performance.md, writing logs and JSON reports to $OUT.
+# bench/gpu/bundle.sh carried): the cuda worker image's trainbench-worker over this machine's pip
+# torch 2.15.0 libraries (the image's files, checked by sha256), or, with another torch, one built
+# against it; then the GPU checks of docs/performance.md, writing logs and JSON reports to $OUT.
 # Usage: bash bench/gpu/checks.sh [STAGE...]
 #   stages: lm nvml nccl resnet compress fp16diag (default: lm nvml nccl resnet compress)
 set -uo pipefail
@@ -19,18 +20,43 @@ log() { echo "== $*" | tee -a "$OUT/summary.txt"; }
   python3 -c 'import torch, sys; print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version())'
   python3 -c 'import transformers; print("transformers", transformers.__version__)'
 } 2>&1 | tee -a "$OUT/summary.txt"
-prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
 start=$(date +%s)
-cmake -S bench/gpu -B /tmp/build-gpu -G Ninja -DTRAINBENCH_BUNDLE="$bundle" -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc >"$OUT/configure.log" 2>&1 || { log "configure failed"; tail -40 "$OUT/configure.log"; cp "$OUT/configure.log" "$RESULTS/"; exit 1; }
-ninja -C /tmp/build-gpu -k 0 >"$OUT/build.log" 2>&1 || { log "build failed"; grep -E "error|Error" "$OUT/build.log" | head -60; cp "$OUT/build.log" "$RESULTS/"; exit 1; }
-log "built trainbench-worker in $(( $(date +%s) - start )) s"
+# image_libraries DIR: links in DIR to this machine's pip torch files that are, by sha256, the
+# libraries of the cuda worker image (bundle.sh's torch-libs.sha256); fails naming the first
+# missing or different one.
+image_libraries() {
+  local dir=$1 site sum name f n=0
+  site=$(python3 -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))') || return 1
+  rm -rf "$dir" && mkdir -p "$dir"
+  while read -r sum name; do
+    f=$(find "$site/torch/lib" "$site/nvidia" -name "$name" -type f 2>/dev/null | head -n 1)
+    [ -n "$f" ] || { echo "the image's $name is not in this machine's torch ($site)"; return 1; }
+    [ "$(sha256sum <"$f" | cut -d' ' -f1)" = "$sum" ] || { echo "$f differs from the image's $name"; return 1; }
+    ln -s "$f" "$dir/$name"; n=$((n + 1))
+  done <"$bundle/torch-libs.sha256"
+  echo "all $n libraries of the cuda image are this machine's pip torch files, byte for byte"
+}
+# The cuda worker image's trainbench-worker (carried by bundle.sh) when this machine's torch has
+# the image's libraries; otherwise one built here against this machine's own CUDA libtorch.
+if [ -x "$bundle/bin/trainbench-worker-cuda" ] && why=$(image_libraries /tmp/torch-libs); then
+  log "worker: the cuda image's (TORCH_FLAVOUR=cuda); $why"
+  export LD_LIBRARY_PATH=$bundle/lib:/tmp/torch-libs:${LD_LIBRARY_PATH:-}
+  export TRAINBENCH_WORKER=$bundle/bin/trainbench-worker-cuda
+else
+  log "worker: built here against this machine's libtorch (${why:-no cuda worker in the bundle})"
+  prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+  cmake -S bench/gpu -B /tmp/build-gpu -G Ninja -DTRAINBENCH_BUNDLE="$bundle" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc >"$OUT/configure.log" 2>&1 || { log "configure failed"; tail -40 "$OUT/configure.log"; cp "$OUT/configure.log" "$RESULTS/"; exit 1; }
+  ninja -C /tmp/build-gpu -k 0 >"$OUT/build.log" 2>&1 || { log "build failed"; grep -E "error|Error" "$OUT/build.log" | head -60; cp "$OUT/build.log" "$RESULTS/"; exit 1; }
+  log "built trainbench-worker in $(( $(date +%s) - start )) s"
+  torchlib=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+  export LD_LIBRARY_PATH=$bundle/lib:$torchlib:${LD_LIBRARY_PATH:-}
+  export TRAINBENCH_WORKER=/tmp/build-gpu/trainbench-worker
+fi
+"$TRAINBENCH_WORKER" --version 2>&1 | tee -a "$OUT/summary.txt"
 stages=${*:-lm nvml nccl resnet compress}
 want() { [[ " $stages " == *" $1 "* ]]; }
 
-torchlib=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
-export LD_LIBRARY_PATH=$bundle/lib:$torchlib:${LD_LIBRARY_PATH:-}
-export TRAINBENCH_WORKER=/tmp/build-gpu/trainbench-worker
 tb=$bundle/bin/trainbench
 jobs=/tmp/gpu-jobs; mkdir -p $jobs
 

@@ -291,6 +291,7 @@ bool Controller::reconcile_once(const std::string& key) {
   o.progress = progress_of(key, o.pods);
   o.progress_interval = options_.progress_interval;
   o.kueue = options_.kueue;
+  o.worker_images = options_.worker_images;
   if (o.kueue) observe_workload(key, ns, name, now, o);
   o.now = Clock::now();
   const Decision d = reconcile(o, {unready_nodes(o.pods), options_.node_lost_after});

@@ -42,6 +42,8 @@ struct ControllerOptions {
   /// --pod-create-parallelism: at most this many pod creates in flight at once (create_pods); 1:
   /// one after another.
   int pod_create_parallelism = 32;
+  /// --worker-image / --worker-cuda-image: the pods' image when a job's spec.template.image is unset.
+  WorkerImages worker_images;
 };
 
 /// GET http://POD_IP:kMasterProgressPort/progress with a 1 s deadline, read as a RunProgressSample.

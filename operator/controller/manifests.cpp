@@ -138,7 +138,7 @@ json pod(const JobContext& job, const std::string& name, const RunConfig& run, i
   volumes.push_back({{"name", "tmp"}, {"emptyDir", json::object()}});
   json mounts = get_or(tmpl, "volumeMounts", json::array());
   mounts.push_back({{"name", "tmp"}, {"mountPath", "/tmp"}});
-  container["image"] = get_or(tmpl, "image", PodTemplate::default_worker_image());
+  container["image"] = job.image;
   container["imagePullPolicy"] = get_or(tmpl, "imagePullPolicy", "IfNotPresent");
   container["volumeMounts"] = mounts;
   container["securityContext"] = container_security();
@@ -169,13 +169,17 @@ json pod(const JobContext& job, const std::string& name, const RunConfig& run, i
 
 }  // namespace
 
-JobContext job_context(const json& obj) {
+JobContext job_context(const json& obj, const WorkerImages& images) {
   JobContext c;
   const json& md = obj.at("metadata");
   c.name = md.at("name").get<std::string>();
   c.namespace_ = get_or(md, "namespace", "default").get<std::string>();
   c.uid = get_or(md, "uid", "").get<std::string>();
   c.spec = get_or(obj, "spec", json::object());
+  // Any job, valid or not, gets here (reconcile validates after): nothing may throw.
+  const bool cuda = get_or(c.spec, "device", "cpu") == to_string(Device::kCuda);
+  const json image = get_or(get_or(c.spec, "template", json::object()), "image", nullptr);
+  c.image = image.is_string() ? image.get<std::string>() : cuda ? images.cuda : images.cpu;
   return c;
 }
 

@@ -6,8 +6,16 @@
 
 #include "core/master_ports.hpp"
 #include "core/run_config.hpp"
+#include "core/spec.hpp"
 
 namespace trainbench::op {
+
+/// --worker-image / --worker-cuda-image: the image of a job's pods when its spec.template.image
+/// is unset, by spec.device (docker/worker.Dockerfile builds both).
+struct WorkerImages {
+  std::string cpu = PodTemplate::default_worker_image(Device::kCpu);
+  std::string cuda = PodTemplate::default_worker_image(Device::kCuda);
+};
 
 /// The BenchmarkJob an object belongs to: its ownerReference and its settings for pods.
 struct JobContext {
@@ -15,9 +23,10 @@ struct JobContext {
   std::string namespace_;
   std::string uid;
   nlohmann::json spec;  ///< the job's spec as stored (template, nccl, masterPort, runPolicy)
+  std::string image;    ///< every pod's: spec.template.image, else the WorkerImages' for spec.device
 };
 
-JobContext job_context(const nlohmann::json& job_object);
+JobContext job_context(const nlohmann::json& job_object, const WorkerImages& images = {});
 
 /// ownerReferences entry pointing at the job (controller, blockOwnerDeletion).
 nlohmann::json owner_reference(const JobContext& job);

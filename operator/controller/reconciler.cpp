@@ -258,7 +258,7 @@ json event(const JobContext& job, const std::string& type, const std::string& re
 class Reconcile {
  public:
   Reconcile(const Observed& o, const NodeHealth& nodes)
-      : o_(o), nodes_(nodes), job_(job_context(o.job)), now_(format_time(o.now)) {
+      : o_(o), nodes_(nodes), job_(job_context(o.job, o.worker_images)), now_(format_time(o.now)) {
     generation_ = o.job.at("metadata").value("generation", std::int64_t{1});
   }
 

@@ -10,6 +10,7 @@
 
 #include "core/run_progress.hpp"
 #include "operator/controller/baseline.hpp"
+#include "operator/controller/manifests.hpp"
 
 namespace trainbench::op {
 
@@ -44,6 +45,8 @@ struct Observed {
   std::chrono::seconds progress_interval{0};
   /// --kueue: a job labelled kueue.x-k8s.io/queue-name is queued by Kueue (kueue_workload.hpp).
   bool kueue = false;
+  /// --worker-image / --worker-cuda-image: the pods' image when spec.template.image is unset.
+  WorkerImages worker_images{};
   /// The job's Kueue Workload, when it has one.
   std::optional<nlohmann::json> workload{};
   /// The value of the WorkloadPriorityClass the job names (label kueue.x-k8s.io/priority-class),

@@ -187,7 +187,9 @@ TEST(Spec, ParsesTheOperatorFields) {
 TEST(Spec, OperatorFieldDefaults) {
   const BenchmarkJob job = parse_benchmark_job(kValid);
   EXPECT_EQ(job.master_port, 29500);
-  EXPECT_EQ(job.pod_template.image, "trainbench/worker:0.1.0");
+  EXPECT_EQ(job.pod_template.image, "");  // unset: the operator's image for spec.device
+  EXPECT_EQ(PodTemplate::default_worker_image(Device::kCpu), "trainbench/worker:0.1.0");
+  EXPECT_EQ(PodTemplate::default_worker_image(Device::kCuda), "trainbench/worker:0.1.0-cuda");
   EXPECT_EQ(job.pod_template.image_pull_policy, "");
   EXPECT_TRUE(job.pod_template.env.is_array() && job.pod_template.env.empty());
   EXPECT_FALSE(job.nccl.ib_disable.has_value());
@@ -203,7 +205,7 @@ TEST(Spec, ToJsonRoundTrips) {
   for (const char* text : {kValid, kOperatorJob}) {
     const BenchmarkJob job = parse_benchmark_job(text);
     const nlohmann::json j = to_json(job);
-    EXPECT_EQ(j.at("spec").at("template").at("image"), job.pod_template.image);
+    EXPECT_EQ(j.at("spec").at("template").value("image", ""), job.pod_template.image);
     const BenchmarkJob again = parse_benchmark_job(j.dump());
     EXPECT_EQ(to_json(again), j) << j.dump(2);
   }

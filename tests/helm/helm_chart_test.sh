@@ -154,33 +154,32 @@ dashboard=$CHART/dashboards/trainbench.json
 [ -f "$dashboard" ] || fail "$dashboard is missing (the chart ships it as the Grafana dashboard ConfigMap)"
 jq -e 'type == "object"' "$dashboard" >/dev/null || fail "$dashboard is not a JSON object"
 
-# Dockerfiles: "Image: REPO:TAG" header, the same in the `docker build -t` line, USER 65532:65532.
-image_of() { sed -n 's/^# Image: \([^ ]*\).*/\1/p' "$REPO/docker/$1"; }
-for f in operator.Dockerfile worker.Dockerfile worker-cuda.Dockerfile; do
+# Dockerfiles: the `docker build -t` lines name the images the chart and the operator use, and
+# both images end as USER 65532:65532.
+v=$project_version
+for f in operator.Dockerfile worker.Dockerfile; do
   [ -f "$REPO/docker/$f" ] || fail "docker/$f is missing"
-  img=$(image_of "$f")
-  [ -n "$img" ] || fail "docker/$f: no '# Image: REPO:TAG' line"
-  grep -q -- "docker build -f docker/$f -t $img \.\$" "$REPO/docker/$f" || fail "docker/$f: its build command does not tag $img"
   user=$(grep '^USER ' "$REPO/docker/$f" | tail -n 1 | awk '{print $2}')
   expect "docker/$f final USER" "$user" "65532:65532"
 done
-# The operator's default worker image is trainbench/worker:<version> (core/spec_bounds.cpp,
-# PodTemplate::default_worker_image, used by operator/controller/manifests.cpp).
-grep -q 'PodTemplate::default_worker_image()' "$REPO/operator/controller/manifests.cpp" ||
-  fail "manifests.cpp no longer takes the worker image from PodTemplate::default_worker_image()"
-grep -q 'return std::string("trainbench/worker:") + kVersion;' "$REPO/core/spec_bounds.cpp" ||
-  fail "core/spec_bounds.cpp's default worker image changed: check the Dockerfiles and the chart"
-worker_default="trainbench/worker:$project_version"
-expect "worker image (docker/worker.Dockerfile = the operator's default spec.template.image)" "$(image_of worker.Dockerfile)" "$worker_default"
-expect "worker image tag (= project version)" "$(image_of worker.Dockerfile)" "trainbench/worker:$project_version"
-expect "CUDA worker image" "$(image_of worker-cuda.Dockerfile)" "trainbench/worker:$project_version-cuda"
+grep -q -- "docker build -f docker/operator.Dockerfile -t trainbench/operator:$v \.\$" "$REPO/docker/operator.Dockerfile" ||
+  fail "docker/operator.Dockerfile: its build command does not tag trainbench/operator:$v"
+grep -q -- "docker build -f docker/worker.Dockerfile -t trainbench/worker:$v \.\$" "$REPO/docker/worker.Dockerfile" ||
+  fail "docker/worker.Dockerfile: its build command does not tag trainbench/worker:$v"
+grep -q -- "docker build -f docker/worker.Dockerfile --build-arg TORCH_FLAVOUR=cuda -t trainbench/worker:$v-cuda \.\$" \
+  "$REPO/docker/worker.Dockerfile" || fail "docker/worker.Dockerfile: no cuda build command tagging trainbench/worker:$v-cuda"
+# The worker images by spec.device when spec.template.image is unset: the operator's built-in
+# defaults (named in the CRD's description, core/crd.cpp) are the chart's --worker-image and
+# --worker-cuda-image, and the images the Dockerfile's commands build.
+worker_default="trainbench/worker:$v"
+grep -q "\"Worker image. Unset: the operator's for spec.device (its --worker-image, default $worker_default; --worker-cuda-image, default $worker_default-cuda).\"" \
+  "$REPO/crds/trainbench.dev_benchmarkjobs.yaml" || fail "the CRD's spec.template.image no longer names the defaults $worker_default and $worker_default-cuda"
 grep -q "image: $worker_default\$" "$REPO/examples/operator-mlp.yaml" || fail "examples/operator-mlp.yaml does not use $worker_default"
 grep -q '{"runAsUser", 65532}, {"runAsGroup", 65532}' "$REPO/operator/controller/manifests.cpp" ||
   fail "the operator's benchmark pods no longer run as 65532:65532 (the worker images' USER)"
 grep -q 'ENTRYPOINT \["/usr/local/bin/trainbench-operator"\]' "$REPO/docker/operator.Dockerfile" || fail "operator image entrypoint"
-for f in worker.Dockerfile worker-cuda.Dockerfile; do  # the commands the operator gives the pods
-  grep -q 'trainbench-worker' "$REPO/docker/$f" && grep -q '/usr/local/bin' "$REPO/docker/$f" || fail "docker/$f: trainbench and trainbench-worker on PATH"
-done
+grep -q 'trainbench-worker' "$REPO/docker/worker.Dockerfile" && grep -q '/usr/local/bin' "$REPO/docker/worker.Dockerfile" ||
+  fail "docker/worker.Dockerfile: trainbench and trainbench-worker on PATH"  # the commands the operator gives the pods
 grep -q '"trainbench-worker", "--master"' "$REPO/operator/controller/manifests.cpp" || fail "master command changed: check the worker images"
 grep -q '"trainbench", "node-launch"' "$REPO/operator/controller/manifests.cpp" || fail "trainer command changed: check the worker images"
 
@@ -307,6 +306,8 @@ F=$WORK/r/default.json
 check_common "$F" tb tb-system
 expect "default image" "$(q "$F" '.[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].image')" "trainbench/operator:$app_version"
 expect "default replicas" "$(q "$F" '.[] | select(.kind == "Deployment") | .spec.replicas')" 1
+expect "default --worker-image, --worker-cuda-image" "$(arg "$F" worker-image) $(arg "$F" worker-cuda-image)" \
+  "$worker_default $worker_default-cuda"
 expect "default --leader-elect" "$(arg "$F" leader-elect)" true
 expect "default scope: no --namespace" "$(arg "$F" namespace)" ""
 expect "default: no monitors" "$(count_kind "$F" ServiceMonitor)$(count_kind "$F" PodMonitor)" 00
@@ -355,6 +356,8 @@ D='.[] | select(.kind == "Deployment")'
 expect "custom image" "$(q "$F" "$D | .spec.template.spec.containers[0] | \"\(.image) \(.imagePullPolicy)\"")" \
   "registry.example.com/ml/trainbench-operator:0.1.0-rc1 Always"
 expect "custom pull secret" "$(q "$F" "$D | .spec.template.spec.imagePullSecrets[0].name")" regcred
+expect "custom worker images" "$(arg "$F" worker-image) $(arg "$F" worker-cuda-image)" \
+  "registry.example.com/ml/trainbench-worker:0.1.0-rc1 registry.example.com/ml/trainbench-worker:0.1.0-rc1-cuda"
 expect "custom replicas/name" "$(q "$F" "$D | \"\(.spec.replicas) \(.metadata.name)\"")" "2 tb"
 expect "custom lease" "$(arg "$F" lease-name)" tb-lease
 expect "custom last arg" "$(args_of "$F" | tail -n 1)" "--burst=500"

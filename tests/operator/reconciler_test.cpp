@@ -241,6 +241,37 @@ TEST(Reconciler, FirstReconcileCreatesTheFirstRunWithRanksAndOwners) {
   EXPECT_TRUE(d.requeue_after.has_value());
 }
 
+/// The image of every pod a first reconcile of `job` creates ("" when they differ or none).
+std::string pod_image(const json& job, const WorkerImages& images = {}) {
+  Observed o{job, {}, {}, {}, false, false, false, t0()};
+  o.worker_images = images;
+  std::set<std::string> seen;
+  for (const auto* a : of(reconcile(o), Action::Verb::Create, "pods")) {
+    seen.insert(a->body["spec"]["containers"][0]["image"].get<std::string>());
+  }
+  return seen.size() == 1 ? *seen.begin() : "";
+}
+
+TEST(Reconciler, PodsRunTheWorkerImageOfTheJobsDevice) {
+  // Unset spec.template.image: the CPU worker image, or its CUDA build for device cuda.
+  EXPECT_EQ(pod_image(job_object()), "trainbench/worker:0.1.0");
+  EXPECT_EQ(pod_image(job_object({{"device", "cpu"}})), "trainbench/worker:0.1.0");
+  EXPECT_EQ(pod_image(job_object({{"device", "cuda"}})), "trainbench/worker:0.1.0-cuda");
+  // The operator's --worker-image / --worker-cuda-image (the chart's workerImage) replace them.
+  const WorkerImages mirror{"registry.example/tb/worker:1", "registry.example/tb/worker:1-cuda"};
+  EXPECT_EQ(pod_image(job_object(), mirror), "registry.example/tb/worker:1");
+  EXPECT_EQ(pod_image(job_object({{"device", "cuda"}}), mirror), "registry.example/tb/worker:1-cuda");
+  // The job's own image wins, whatever the device.
+  for (const char* device : {"cpu", "cuda"}) {
+    EXPECT_EQ(pod_image(job_object({{"device", device}, {"template", {{"image", "mine:2"}}}}), mirror), "mine:2");
+  }
+  // A job whose image is not a string is refused (Invalid), never a crash.
+  Observed bad{job_object({{"template", {{"image", 5}}}}), {}, {}, {}, false, false, false, t0()};
+  Decision d;
+  ASSERT_NO_THROW(d = reconcile(bad));
+  EXPECT_EQ(status_of(d)["phase"], "Invalid");
+}
+
 TEST(Reconciler, HybridPsRunGetsParameterServerPodsWithTheirRanks) {
   // 1 node x 2 trainers + 3 parameter servers: c10d world 5, servers ranks 2..4 in pods of their own.
   json spec = {{"benchmark",

@@ -63,6 +63,14 @@ The operator's ServiceAccount.
 {{- end }}
 
 {{/*
+The benchmark pods' default image (spec.device cpu; cuda: the same with "-cuda"), tag defaulting
+to the appVersion.
+*/}}
+{{- define "trainbench.workerImage" -}}
+{{- printf "%s:%s" .Values.workerImage.repository (default .Chart.AppVersion .Values.workerImage.tag) }}
+{{- end }}
+
+{{/*
 The operator image, tag defaulting to the appVersion.
 */}}
 {{- define "trainbench.image" -}}
