@@ -92,12 +92,7 @@ class SelfAttention : public nn::Module {
   /// attention on CUDA, a fused CPU kernel), the same maths as eager() with its default scale
   /// 1/sqrt(d), the causal mask and the attention dropout.
   torch::Tensor fused(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) const {
-#if TORCH_VERSION_MAJOR >= 2
     return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, is_training() ? dropout_ : 0.0, causal_);
-#else
-    (void)q, (void)k, (void)v;
-    throw std::logic_error("fused attention on libtorch 1.x (resolve_attention refuses it)");
-#endif
   }
 
   torch::Tensor eager(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) const {
@@ -548,15 +543,8 @@ SyntheticBatch HybridEmbeddingModel::synthetic_batch(std::int64_t batch, at::Gen
   return b;
 }
 
-bool fused_attention_available() { return TORCH_VERSION_MAJOR >= 2; }
-
 Attention resolve_attention(Attention requested) {
-  if (requested == Attention::kEager) return Attention::kEager;
-  if (fused_attention_available()) return Attention::kFused;
-  if (requested == Attention::kAuto) return Attention::kEager;
-  throw ConfigError(
-      "spec.benchmark.transformer.attention: fused needs libtorch >= 2.0 "
-      "(at::scaled_dot_product_attention); this worker's libtorch is " TORCH_VERSION " (use auto or eager)");
+  return requested == Attention::kEager ? Attention::kEager : Attention::kFused;
 }
 
 std::shared_ptr<BenchModel> build_sequence_model(const std::string& name, const RunConfig& config) {

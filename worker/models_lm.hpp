@@ -23,10 +23,8 @@
 
 namespace trainbench::worker {
 
-/// True when libtorch has at::scaled_dot_product_attention (2.0 and later).
-bool fused_attention_available();
-/// spec.benchmark.transformer.attention resolved against this libtorch: kEager or kFused.
-/// Throws ConfigError for kFused where libtorch lacks the kernel (Debian's 1.13).
+/// spec.benchmark.transformer.attention resolved: kEager, or kFused (at::scaled_dot_product_attention)
+/// for fused and auto.
 Attention resolve_attention(Attention requested);
 
 /// bert-base, gpt2-small, mlstm or hybrid-embedding built for `config`; nullptr for any other

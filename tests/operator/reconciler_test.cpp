@@ -245,8 +245,9 @@ TEST(Reconciler, FirstReconcileCreatesTheFirstRunWithRanksAndOwners) {
 std::string pod_image(const json& job, const WorkerImages& images = {}) {
   Observed o{job, {}, {}, {}, false, false, false, t0()};
   o.worker_images = images;
+  const Decision d = reconcile(o);
   std::set<std::string> seen;
-  for (const auto* a : of(reconcile(o), Action::Verb::Create, "pods")) {
+  for (const auto* a : of(d, Action::Verb::Create, "pods")) {
     seen.insert(a->body["spec"]["containers"][0]["image"].get<std::string>());
   }
   return seen.size() == 1 ? *seen.begin() : "";
