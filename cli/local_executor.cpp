@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -31,6 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/interrupt.hpp"
+#include "cli/program_launch.hpp"
 #include "core/failure_text.hpp"
 #include "core/hang.hpp"
 #include "core/run_result.hpp"
@@ -257,8 +259,21 @@ void write_all(int fd, const char* s) {
   }
 }
 
-[[noreturn]] void child_main(const std::string& worker, char* const argv[], char* const envp[], int log_fd,
-                             pid_t parent, pid_t pgid, const char* exec_error) {
+/// What a rank process executes: trainbench-worker, or a program workload's command.
+struct Executable {
+  std::string path;
+  std::vector<std::string> args;  ///< argv, argv[0] first
+  std::string working_dir;        ///< "": the CLI's
+  std::vector<char*> argv;        ///< pointers into args, null-terminated (made by finish())
+  void finish() {
+    argv.clear();
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+  }
+};
+
+[[noreturn]] void child_main(const Executable& exe, char* const envp[], int log_fd, pid_t parent, pid_t pgid,
+                             const char* exec_error) {
   ::setpgid(0, pgid);  // pgid 0: become the group's leader
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(125);  // the CLI died before prctl took effect
@@ -279,7 +294,13 @@ void write_all(int fd, const char* s) {
   }
   ::dup2(log_fd, 1);
   ::dup2(log_fd, 2);
-  ::execve(worker.c_str(), argv, envp);
+  if (!exe.working_dir.empty() && ::chdir(exe.working_dir.c_str()) != 0) {
+    write_all(2, "trainbench: cannot enter the program's workingDir ");
+    write_all(2, exe.working_dir.c_str());
+    write_all(2, "\n");
+    ::_exit(127);
+  }
+  ::execve(exe.path.c_str(), exe.argv.data(), envp);
   write_all(2, exec_error);
   write_all(2, ::strerrordesc_np(errno) ? ::strerrordesc_np(errno) : "unknown error");
   write_all(2, "\n");
@@ -307,7 +328,8 @@ void prepare_ranks(const RunConfig& run, const LocalExecutorOptions& opts, const
       c.rank = launch.placement.rank;
       c.who = rank_role(run, launch.placement);
       c.log = run_dir + "/rank-" + std::to_string(launch.placement.rank) + ".log";
-      p.log_fd = ::open(c.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      // O_APPEND: cap_log may empty the file under the running rank (program_launch.hpp).
+      p.log_fd = ::open(c.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
       if (p.log_fd < 0) throw std::runtime_error("cannot create " + c.log + ": " + std::strerror(errno));
       procs.prepared.push_back(std::move(p));
       procs.children.push_back(c);
@@ -323,10 +345,8 @@ void prepare_ranks(const RunConfig& run, const LocalExecutorOptions& opts, const
 /// Forks every prepared rank into one process group (the first child leads it); stops early at
 /// an interrupt or a failed fork. Closes the log files; `children` keeps only the started ranks.
 /// Returns the fork error, "" if none.
-std::string spawn_ranks(const LocalExecutorOptions& opts, RankProcesses& procs) {
-  std::string argv0 = "trainbench-worker";
-  char* argv[] = {argv0.data(), nullptr};
-  const std::string exec_error = "trainbench: cannot execute " + opts.worker + ": ";
+std::string spawn_ranks(const Executable& exe, RankProcesses& procs) {
+  const std::string exec_error = "trainbench: cannot execute " + exe.path + ": ";
   const pid_t self = ::getpid();
   std::string spawn_error;
   std::size_t spawned = 0;
@@ -340,8 +360,7 @@ std::string spawn_ranks(const LocalExecutorOptions& opts, RankProcesses& procs) 
       break;
     }
     if (pid == 0) {
-      child_main(opts.worker, argv, procs.prepared[i].envp.data(), procs.prepared[i].log_fd, self, procs.pgid,
-                 exec_error.c_str());
+      child_main(exe, procs.prepared[i].envp.data(), procs.prepared[i].log_fd, self, procs.pgid, exec_error.c_str());
     }
     // Also from the parent, so the group exists before the next fork whatever the scheduling.
     ::setpgid(pid, procs.pgid == 0 ? pid : procs.pgid);
@@ -355,6 +374,27 @@ std::string spawn_ranks(const LocalExecutorOptions& opts, RankProcesses& procs) 
   for (auto& p : procs.prepared) ::close(p.log_fd);
   children.resize(spawned);
   return spawn_error;
+}
+
+/// trainbench-worker, or the run's program (its executable resolved before any fork).
+Executable rank_executable(const RunConfig& run, const LocalExecutorOptions& opts) {
+  Executable exe;
+  if (run.program) {
+    exe.path = resolve_program_executable(*run.program);
+    exe.args = program_argv(*run.program);
+    exe.working_dir = run.program->working_dir;
+  } else {
+    exe.path = opts.worker;
+    exe.args = {"trainbench-worker"};
+  }
+  return exe;
+}
+
+/// The rank a "rank R ..." error names (-1: none).
+int failed_rank_of(const std::string& error) {
+  int rank = -1;
+  if (std::sscanf(error.c_str(), "rank %d", &rank) != 1) return -1;
+  return rank;
 }
 
 void close_pidfds(std::vector<Child>& children) {
@@ -419,22 +459,47 @@ class HangWatch {
     if (!on_ || now_s() < next_) return std::nullopt;
     next_ = now_s() + 1.0;
     std::vector<RankProgressRecord> records;
+    std::vector<int> silent;
     for (int r = 0; r < run_.process_count(); ++r) {
       const std::string text = read_file(rank_progress_file(run_dir_, r));
-      if (text.empty()) continue;  // not published yet
+      if (text.empty()) {  // not published yet
+        silent.push_back(r);
+        continue;
+      }
       try {
         records.push_back(rank_progress_from_json(nlohmann::json::parse(text)));
       } catch (const std::exception&) {  // a record being replaced is renamed over, never torn: skip a bad one
       }
     }
     const double wall = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    return detect_hang(records, wall, run_.hang_timeout_seconds, HangRun{run_.process_count(), run_.world_size()});
+    auto verdict =
+        detect_hang(records, wall, run_.hang_timeout_seconds, HangRun{run_.process_count(), run_.world_size()});
+    // A program's probe publishes as soon as it exists: a rank silent past the timeout never
+    // started it (the built-in worker is watched by its own records only).
+    if (!verdict && run_.program) verdict = detect_silent_ranks(silent, now_s() - start_, run_.hang_timeout_seconds);
+    return verdict;
   }
 
  private:
   const RunConfig& run_;
   std::string run_dir_;
   bool on_;
+  double start_ = now_s();
+  double next_ = 0;
+};
+
+/// Keeps every rank's log under opts.max_log_bytes, looking about once a second.
+class LogCap {
+ public:
+  explicit LogCap(long long max_bytes) : max_(max_bytes) {}
+  void check(const std::vector<Child>& children) {
+    if (max_ <= 0 || now_s() < next_) return;
+    next_ = now_s() + 1.0;
+    for (const auto& c : children) cap_log(c.log, max_);
+  }
+
+ private:
+  long long max_;
   double next_ = 0;
 };
 
@@ -445,6 +510,7 @@ MonitorOutcome monitor_ranks(std::vector<Child>& children, const LocalExecutorOp
   const double deadline = opts.active_deadline_seconds > 0 ? start + opts.active_deadline_seconds : 0;
   struct stat last_progress {};
   MonitorOutcome m;
+  LogCap log_cap(opts.max_log_bytes);
   for (;;) {
     if (interrupt_signal() != 0) break;
     bool running = false;
@@ -462,6 +528,7 @@ MonitorOutcome monitor_ranks(std::vector<Child>& children, const LocalExecutorOp
       break;
     }
     if ((m.hang = hang_watch.check())) break;
+    log_cap.check(children);
     wait_for_exit_or_tick(children, opts.poll_ms);
   }
   return m;
@@ -542,6 +609,16 @@ void settle_outcome(const RunConfig& run, const LocalExecutorOptions& opts, cons
                         std::to_string(opts.active_deadline_seconds) + " s); all ranks were stopped";
   } else if (!opts.expect_result) {
     // Every rank exited 0 and the result goes elsewhere (node-launch: rank 0 hands it to the master).
+  } else if (run.program) {
+    out.outcome = read_program_result(run, fs::path(result_file).parent_path().string());
+    if (!out.outcome.result) {
+      out.failed_rank = failed_rank_of(out.outcome.error);
+      for (const Child& c : children) {
+        if (c.rank != out.failed_rank) continue;
+        out.failed_log = c.log;
+        out.log_tail = tail(nonempty_lines(read_file(c.log, 64 * 1024)), 10);
+      }
+    }
   } else {
     out.outcome = read_run_result(run, result_file);
   }
@@ -606,9 +683,13 @@ std::vector<RankLaunch> rank_launches(const RunConfig& run, const LocalExecutorO
     // node-launch starts one node's trainers; the operator runs each parameter server in a pod of its own.
     if (opts.node_rank >= 0 && placement.role != Role::kTrainer) continue;
     auto vars = rank_environment(run, placement, opts.master_addr, master_port);
+    if (run.program) {
+      for (const auto& v : run.program->env) vars.emplace(v.name, v.value);  // never over the rank's own
+      vars["TRAINBENCH_RANK_RECORD_FILE"] = rank_record_file(run_dir, placement.rank);
+    }
     vars["TRAINBENCH_RESULT_FILE"] = run_dir + "/result.json";
     vars["TRAINBENCH_PROGRESS_FILE"] = run_dir + "/progress.json";
-    if (run.hang_timeout_seconds > 0)
+    if (run.hang_timeout_seconds > 0 || run.program)
       vars["TRAINBENCH_RANK_PROGRESS_FILE"] = rank_progress_file(run_dir, placement.rank);
     launches.push_back({placement, std::move(vars)});
   }
@@ -629,14 +710,17 @@ LocalRunOutcome run_local(const RunConfig& run, const LocalExecutorOptions& opts
     return out;
   };
 
+  Executable exe;
   try {
     out.run_dir = make_run_dir(opts.runs_dir, run);
+    exe = rank_executable(run, opts);
+    exe.finish();  // argv points into this object's strings
     const int port = opts.master_port > 0 ? opts.master_port : pick_free_port();
     prepare_ranks(run, opts, out.run_dir, port, procs);
   } catch (const std::exception& e) {
     return fail_setup(e.what());
   }
-  if (const std::string spawn_error = spawn_ranks(opts, procs); !spawn_error.empty()) return fail_setup(spawn_error);
+  if (const std::string spawn_error = spawn_ranks(exe, procs); !spawn_error.empty()) return fail_setup(spawn_error);
 
   HangWatch hang_watch(run, opts, out.run_dir);
   const MonitorOutcome m = monitor_ranks(procs.children, opts, start, out.run_dir + "/progress.json", hang_watch);

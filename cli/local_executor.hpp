@@ -22,6 +22,8 @@ struct LocalExecutorOptions {
   int master_port = 0;             ///< 0: a free port is picked for the run
   int node_rank = -1;              ///< >= 0: start only that node's trainers (trainbench node-launch)
   bool expect_result = true;       ///< false: success is every rank exiting 0 (rank 0 reports elsewhere)
+  /// A rank's log is emptied (with a note of what was dropped) whenever it grows past this.
+  long long max_log_bytes = 16LL << 20;
   std::function<void(const ProgressUpdate&)> on_progress;  ///< called when rank 0's progress changes
 };
 
@@ -47,7 +49,9 @@ int pick_free_port();
 
 /// One worker process run_local starts: its place in the run and the variables it gets on top
 /// of the CLI's own environment (the rank's torchrun variables, rank_environment, plus
-/// TRAINBENCH_RESULT_FILE, TRAINBENCH_PROGRESS_FILE and TRAINBENCH_RANK_PROGRESS_FILE under run_dir).
+/// TRAINBENCH_RESULT_FILE, TRAINBENCH_PROGRESS_FILE and TRAINBENCH_RANK_PROGRESS_FILE under run_dir;
+/// a program workload's ranks also TRAINBENCH_RANK_RECORD_FILE, always their progress file, and
+/// the program's env).
 struct RankLaunch {
   RankPlacement placement;
   std::map<std::string, std::string> env;

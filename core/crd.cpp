@@ -436,6 +436,49 @@ json run_policy_schema() {
   return j;
 }
 
+json with(json schema, const json& more) {
+  schema.update(more);
+  return schema;
+}
+
+json workloads_schema() {
+  json env_item = object_t("An environment variable of every rank (not one trainbench sets).",
+                           {{"name", with(bounded_string_t(kMaxEnvNameLength), {{"pattern", kEnvNamePattern}})},
+                            {"value", bounded_string_t(kMaxEnvValueLength)}},
+                           {"name"});
+  const auto strings = [](const std::string& description) {
+    return json{{"type", "array"},
+                {"description", description},
+                {"maxItems", kMaxProgramArgs},
+                {"items", bounded_string_t(kMaxProgramArgLength)}};
+  };
+  json program = object_t(
+      "A training program run as every rank with the torchrun environment; it reports through the probe "
+      "protocol (docs/workloads.md).",
+      {{"image", with(string_t("The trainer pods' image; unset: the operator's worker image for spec.device."),
+                      {{"minLength", kMinImageLength}, {"maxLength", kMaxImageLength}})},
+       {"command", with(strings("The executable and its first arguments."), {{"minItems", 1}})},
+       {"args", strings("Appended to command.")},
+       {"env", {{"type", "array"}, {"description", "Added to each rank's environment."},
+                {"maxItems", kMaxPodListItems}, {"items", env_item}}},
+       {"workingDir", with(string_t("Working directory of the program (absolute)."),
+                           {{"minLength", 1}, {"maxLength", kMaxProgramArgLength}})},
+       {"flopsPerExample", positive_number("Training FLOPs of one example (forward + backward), for MFU.")}},
+      {"command"});
+  json item = object_t("A workload: the built-in worker (no program) or a program, run on every sweep entry.",
+                       {{"name", with(bounded_string_t(kMaxWorkloadNameLength), {{"pattern", kWorkloadNamePattern}})},
+                        {"program", program}},
+                       {"name"});
+  item["properties"]["name"]["description"] = "Unique; names the workload's rows in the report.";
+  return {{"type", "array"},
+          {"description", "What each sweep entry runs, in order (runs = workloads x sweep); unset: the built-in "
+                          "worker alone."},
+          {"maxItems", kMaxWorkloads},
+          {"x-kubernetes-list-type", "map"},
+          {"x-kubernetes-list-map-keys", json::array({"name"})},
+          {"items", item}};
+}
+
 json spec_schema() {
   const BenchmarkJob j;
   json spec =
@@ -453,7 +496,8 @@ json spec_schema() {
                 {"baseline", baseline_schema()},
                 {"suspend", bool_t("Operator: no pods while true (queueing, e.g. Kueue admits the job by "
                                    "setting false); suspending a running job interrupts its current run, "
-                                   "which starts again from its beginning on resume (unset: false).")}},
+                                   "which starts again from its beginning on resume (unset: false).")},
+                {"workloads", workloads_schema()}},
                {"benchmark", "sweep"});
   const BenchmarkSpec b;
   const SweepEntry e;
@@ -478,8 +522,9 @@ json spec_schema() {
            "spec.benchmark.precision: amp-fp16 needs spec.device cuda"),
        cel("!has(self.benchmark) || has(self.benchmark.model) || (has(self.sweep) && size(self.sweep) > 0 && "
            "self.sweep.all(e, " +
-               paradigm + " == " + cel_value(Paradigm::kAllreduce) + "))",
-           "spec.benchmark.model: is required unless every run is paradigm allreduce"),
+               paradigm + " == " + cel_value(Paradigm::kAllreduce) +
+               ")) || (has(self.workloads) && size(self.workloads) > 0 && self.workloads.all(w, has(w.program)))",
+           "spec.benchmark.model: is required unless every run is paradigm allreduce or every workload a program"),
        cel("!has(self.sweep) || self.sweep.all(e, !has(e.parameterServers) || " + paradigm +
                " == " + cel_value(Paradigm::kHybridPs) + ")",
            "spec.sweep: parameterServers is only for paradigm hybrid-ps"),

@@ -15,13 +15,24 @@ double achieved_tflops(double flops_per_example, double examples_per_sec, int de
   return devices > 0 ? flops_per_example * examples_per_sec / devices / 1e12 : 0.0;
 }
 
+namespace {
+
+/// Training FLOPs of one example: the built-in model's layers, or a program's flopsPerExample
+/// (0 when it gives none: no MFU).
+double run_flops_per_example(const RunConfig& c) {
+  if (c.program) return c.program->flops_per_example.value_or(0);
+  return training_flops_per_example(model_layers(c));
+}
+
+}  // namespace
+
 double rank_flops_per_example(const RunConfig& c) {
-  const double flops = training_flops_per_example(model_layers(c));
+  const double flops = run_flops_per_example(c);
   return splits_into_stages(c.paradigm) ? flops / c.world_size() : flops;
 }
 
 std::optional<MfuSummary> summarize_mfu(const RunConfig& c, const RunResult& result, double examples_per_sec) {
-  const double flops = training_flops_per_example(model_layers(c));
+  const double flops = run_flops_per_example(c);
   if (flops <= 0 || result.allreduce) return std::nullopt;
   MfuSummary m;
   m.flops_per_example = flops;

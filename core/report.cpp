@@ -33,6 +33,7 @@ RunReport failed_run(const RunConfig& cfg, const std::string& error) {
   RunReport run;
   run.index = cfg.index;
   run.label = cfg.label();
+  run.workload = cfg.workload;
   run.devices_label = cfg.devices_label();
   run.nodes = cfg.nodes;
   run.devices_per_node = cfg.devices_per_node;
@@ -101,6 +102,7 @@ RunReport summarize_run(const RunConfig& cfg, const RunResult& result) {
   run.examples_per_sec =
       throughput(run.sec_per_iter, static_cast<double>(cfg.batch_size_per_device) * (staged ? 1 : cfg.world_size()));
   run.optimizer = result.optimizer;
+  run.framework = result.environment.framework;
   if (staged) {
     PipelineReport pr;
     pr.stages = cfg.world_size();
@@ -154,7 +156,70 @@ void judge_runs(Report& rep, const BenchmarkSpec& b) {
   }
 }
 
+/// The single-device "no ddp" run of `workload`, else any single-device run of it.
+std::optional<int> speedup_baseline(const std::vector<RunReport>& runs, const std::string& workload) {
+  auto pick = [&](bool want_none) -> std::optional<int> {
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const auto& r = runs[i];
+      if (r.workload == workload && r.phase == "Succeeded" && r.world_size == 1 && !r.allreduce &&
+          (!want_none || r.paradigm == Paradigm::kNone)) {
+        return static_cast<int>(i);
+      }
+    }
+    return std::nullopt;
+  };
+  const auto none = pick(true);
+  return none ? none : pick(false);
+}
+
+/// Speedup and efficiency of every succeeded run of `workload` against run `base`.
+void apply_speedup(std::vector<RunReport>& runs, const std::string& workload, int base, bool name_baseline) {
+  const double base_rate = runs[static_cast<std::size_t>(base)].examples_per_sec.p50;
+  for (auto& r : runs) {
+    if (r.workload != workload || r.phase != "Succeeded" || !(base_rate > 0) || r.allreduce) continue;
+    r.speedup = speedup(r.examples_per_sec.p50, base_rate);
+    r.efficiency = scaling_efficiency(*r.speedup, r.world_size);
+    if (name_baseline) r.speedup_baseline_run = base;
+  }
+}
+
 }  // namespace
+
+Report workload_report(const Report& report, const std::string& workload) {
+  Report out = report;
+  out.runs.clear();
+  out.environment.framework.clear();
+  out.baseline_run.reset();
+  std::string known;
+  for (const auto& r : report.runs) {
+    if (known.find("\"" + r.workload + "\"") == std::string::npos) known += (known.empty() ? "\"" : ", \"") + r.workload + "\"";
+    if (r.workload != workload) continue;
+    RunReport copy = r;
+    const std::string prefix = workload + " ";
+    if (copy.label.rfind(prefix, 0) == 0) copy.label = copy.label.substr(prefix.size());
+    // One device is one device: the built-in "no ddp" row and a program's 1M/1G match.
+    if (copy.label == "no ddp") copy.label = "1M/1G";
+    if (!copy.framework.empty() && out.environment.framework != copy.framework) {
+      // A program: the built-in worker's libtorch, BLAS and DDP are not what it ran.
+      out.environment.framework = copy.framework;
+      out.environment.libtorch_version.clear();
+      out.environment.blas.clear();
+      out.environment.ddp.clear();
+      out.environment.attention.clear();
+      out.model = "program of workload " + workload;
+    }
+    if (report.baseline_run || r.speedup_baseline_run) {
+      const int base = r.speedup_baseline_run.value_or(report.baseline_run.value_or(-1));
+      if (base == static_cast<int>(&r - report.runs.data())) out.baseline_run = static_cast<int>(out.runs.size());
+    }
+    copy.speedup_baseline_run.reset();
+    out.runs.push_back(copy);
+  }
+  if (out.runs.empty()) {
+    throw std::runtime_error("the report has no run of workload \"" + workload + "\" (its workloads: " + known + ")");
+  }
+  return out;
+}
 
 Report assemble_report(const BenchmarkJob& job, std::vector<RunReport> runs, const EnvironmentInfo& environment) {
   Report rep;
@@ -170,30 +235,20 @@ Report assemble_report(const BenchmarkJob& job, std::vector<RunReport> runs, con
   rep.gradient_compression = to_string(job.benchmark.ddp.gradient_compression);
   rep.environment = environment;
   rep.runs = std::move(runs);
-  // Baseline: the single-device "no ddp" run, else any single-device run.
-  auto pick = [&rep](bool want_none) -> std::optional<int> {
-    for (std::size_t i = 0; i < rep.runs.size(); ++i) {
-      const auto& r = rep.runs[i];
-      if (r.phase == "Succeeded" && r.world_size == 1 && !r.allreduce &&
-          (!want_none || r.paradigm == Paradigm::kNone)) {
-        return static_cast<int>(i);
-      }
-    }
-    return std::nullopt;
-  };
-  rep.baseline_run = pick(true);
-  if (!rep.baseline_run) rep.baseline_run = pick(false);
   for (auto& r : rep.runs) {
     r.speedup.reset();
     r.efficiency.reset();
+    r.speedup_baseline_run.reset();
   }
-  if (rep.baseline_run) {
-    const double base = rep.runs[static_cast<std::size_t>(*rep.baseline_run)].examples_per_sec.p50;
-    for (auto& r : rep.runs) {
-      if (r.phase != "Succeeded" || !(base > 0) || r.allreduce) continue;
-      r.speedup = speedup(r.examples_per_sec.p50, base);
-      r.efficiency = scaling_efficiency(*r.speedup, r.world_size);
-    }
+  // Each workload's runs against its own baseline (a job without workloads: one group).
+  std::vector<std::string> workloads;
+  for (const auto& r : rep.runs) {
+    if (std::find(workloads.begin(), workloads.end(), r.workload) == workloads.end()) workloads.push_back(r.workload);
+  }
+  for (const std::string& w : workloads) {
+    const std::optional<int> base = speedup_baseline(rep.runs, w);
+    if (!rep.baseline_run) rep.baseline_run = base;
+    if (base) apply_speedup(rep.runs, w, *base, workloads.size() > 1);
   }
   judge_runs(rep, job.benchmark);
   return rep;
@@ -271,6 +326,8 @@ nlohmann::json to_json(const RunReport& run) {
                       {"paradigm", to_string(run.paradigm)},
                       {"bucketCapMB", run.bucket_cap_mb},
                       {"phase", run.phase}};
+  if (!run.workload.empty()) j["workload"] = run.workload;
+  if (!run.framework.empty()) j["framework"] = run.framework;
   if (run.phase == "Succeeded") {
     j["secPerIter"] = percentiles_json(run.sec_per_iter);
     j["examplesPerSec"] = percentiles_json(run.examples_per_sec);
@@ -282,6 +339,7 @@ nlohmann::json to_json(const RunReport& run) {
     if (run.below_target) j["belowTarget"] = *run.below_target;
     if (run.noise) j["noise"] = to_json(*run.noise);
     if (run.mfu) j["mfu"] = to_json(*run.mfu);
+    if (run.speedup_baseline_run) j["speedupBaselineRun"] = *run.speedup_baseline_run;
     j["parameterCount"] = run.parameter_count;
     j["ddpBucketCount"] = run.ddp_bucket_count;
     j["maxPeakMemoryBytes"] = run.max_peak_memory_bytes;
@@ -344,6 +402,8 @@ RunReport run_report_from_json(const nlohmann::json& rj, const std::string& p) {
   run.paradigm = jf::get_enum<Paradigm>(rj, "paradigm", p);
   run.bucket_cap_mb = jf::get_number(rj, "bucketCapMB", p);
   run.phase = jf::get_string(rj, "phase", p);
+  if (jf::has(rj, "workload")) run.workload = jf::get_string(rj, "workload", p);
+  if (jf::has(rj, "framework")) run.framework = jf::get_string(rj, "framework", p);
   if (run.phase == "Succeeded") {
     run.sec_per_iter = percentiles_from_json(jf::member(rj, "secPerIter", p), p + ".secPerIter");
     run.examples_per_sec = percentiles_from_json(jf::member(rj, "examplesPerSec", p), p + ".examplesPerSec");
@@ -356,6 +416,7 @@ RunReport run_report_from_json(const nlohmann::json& rj, const std::string& p) {
     if (jf::has(rj, "belowTarget")) run.below_target = jf::get_bool(rj, "belowTarget", p);
     if (jf::has(rj, "noise")) run.noise = noise_report_from_json(rj["noise"], p + ".noise");
     if (jf::has(rj, "mfu")) run.mfu = mfu_summary_from_json(rj["mfu"], p + ".mfu");
+    if (jf::has(rj, "speedupBaselineRun")) run.speedup_baseline_run = jf::get_int32(rj, "speedupBaselineRun", p);
     run.parameter_count = jf::get_int(rj, "parameterCount", p);
     run.ddp_bucket_count = jf::get_int32(rj, "ddpBucketCount", p);
     run.max_peak_memory_bytes = jf::get_int(rj, "maxPeakMemoryBytes", p);
@@ -419,6 +480,13 @@ Report report_from_json(const nlohmann::json& j) {
   const auto& runs = jf::get_array(j, "runs", "");
   for (std::size_t i = 0; i < runs.size(); ++i) {
     r.runs.push_back(run_report_from_json(runs[i], "runs[" + std::to_string(i) + "]"));
+  }
+  for (std::size_t i = 0; i < r.runs.size(); ++i) {
+    const auto& base = r.runs[i].speedup_baseline_run;
+    if (base && (*base < 0 || static_cast<std::size_t>(*base) >= r.runs.size())) {
+      throw std::runtime_error("runs[" + std::to_string(i) + "].speedupBaselineRun: must index runs, got " +
+                               std::to_string(*base));
+    }
   }
   if (r.baseline_run && (*r.baseline_run < 0 || static_cast<std::size_t>(*r.baseline_run) >= r.runs.size())) {
     throw std::runtime_error("baselineRun: must index runs (0.." +

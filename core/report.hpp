@@ -87,7 +87,15 @@ struct RankSummary {
 /// One configuration (sweep entry) of the report.
 struct RunReport {
   int index = 0;
-  std::string label;            ///< "no ddp", "1M/2G"
+  std::string label;            ///< "no ddp", "1M/2G"; "python-ddp 1M/2G" in a job with workloads
+  /// spec.workloads[].name of the run ("workload"; absent in a job without workloads).
+  std::string workload;
+  /// The run its speedup is measured against, where the report has several workloads (each
+  /// against its own workload's single-device run): "speedupBaselineRun", absent otherwise.
+  std::optional<int> speedup_baseline_run;
+  /// A program workload's stack as its probe named it (EnvironmentInfo::framework): "framework",
+  /// absent for the built-in worker.
+  std::string framework;
   std::string devices_label;    ///< "2 CPUs"
   int nodes = 1;
   int devices_per_node = 1;
@@ -175,6 +183,11 @@ Report build_report(const BenchmarkJob& job, const std::vector<RunConfig>& runs,
 RunReport summarize_run(const RunConfig& run, const RunResult& result);
 RunReport failed_run(const RunConfig& run, const std::string& error);
 Report assemble_report(const BenchmarkJob& job, std::vector<RunReport> runs, const EnvironmentInfo& environment);
+
+/// The runs of one workload of `report`, their labels without the workload's name (so they
+/// match a report of the same shapes by label): what `trainbench diff --workloads A B` compares.
+/// Throws std::runtime_error listing the report's workloads when it has no run of `workload`.
+Report workload_report(const Report& report, const std::string& workload);
 
 /// {"p50", "p75", "p90", "p95"}; the reader names the bad field and rejects negative values.
 nlohmann::json percentiles_json(const Percentiles& p);

@@ -172,6 +172,7 @@ void environment_header(std::ostringstream& os, const EnvironmentInfo& e) {
   os << "* BLAS: " << (e.blas.empty() ? "unknown" : e.blas) << "\n";
   if (!e.attention.empty()) os << "* Attention: " << e.attention << "\n";
   if (!e.ddp.empty()) os << "* DDP: " << ddp_description(e.ddp) << "\n";
+  if (!e.framework.empty()) os << "* Program framework: " << e.framework << "\n";
   if (!e.hostname.empty()) os << "* Host: " << e.hostname << "\n";
   os << "\n";
 }
@@ -199,7 +200,12 @@ void throughput_table(std::ostringstream& os, const std::vector<const RunReport*
   const std::string cell_head = std::string(6, ' ') + pad_left("sec/iter", 10) + pad_left("ex/sec", 11);
   os << pad_right("", w) << cell_head << cell_head << cell_head << cell_head << pad_left("speedup", 10)
      << pad_left("efficiency", 12) << "\n";
+  const std::string* workload = nullptr;
   for (const auto* r : runs) {
+    if (!r->workload.empty() && (!workload || *workload != r->workload)) {
+      workload = &r->workload;
+      os << "workload " << r->workload << ":\n";
+    }
     os << pad_left(row_name(*r), w);
     if (r->phase != "Succeeded") {
       os << "  FAILED: " << first_line(r->error) << "\n";
@@ -227,6 +233,13 @@ void throughput_table(std::ostringstream& os, const std::vector<const RunReport*
 
 /// What speedup and efficiency are relative to, or why they are missing.
 void speedup_note(std::ostringstream& os, const Report& report) {
+  const bool per_workload = std::any_of(report.runs.begin(), report.runs.end(),
+                                        [](const RunReport& r) { return r.speedup_baseline_run.has_value(); });
+  if (per_workload) {
+    os << "\nspeedup = p50 ex/sec / p50 ex/sec of the workload's own single-device run (its \"no ddp\" run, else its "
+          "first); efficiency = speedup / devices\n";
+    return;
+  }
   if (report.baseline_run && static_cast<std::size_t>(*report.baseline_run) < report.runs.size()) {
     const auto& b = report.runs[static_cast<std::size_t>(*report.baseline_run)];
     os << "\nspeedup = p50 ex/sec / p50 ex/sec of \"" << b.devices_label << " -- " << b.label
@@ -298,6 +311,7 @@ std::vector<SettingRow> setting_rows(const Report& base, const Report& test) {
       {"cuda_version", be.cuda_version, te.cuda_version},
       {"ddp", be.ddp, te.ddp},
       {"device", be.device, te.device},
+      {"framework", be.framework, te.framework},
       {"gradient_compression", base.gradient_compression, test.gradient_compression},
       {"libtorch_version", be.libtorch_version, te.libtorch_version},
       {"measure_steps", std::to_string(base.measure_steps), std::to_string(test.measure_steps)},
@@ -313,6 +327,7 @@ std::vector<SettingRow> setting_rows(const Report& base, const Report& test) {
   };
   if (be.attention.empty() && te.attention.empty()) drop("attention");  // not a transformer
   if (be.ddp.empty() && te.ddp.empty()) drop("ddp");                    // no DDP run, or older reports
+  if (be.framework.empty() && te.framework.empty()) drop("framework");  // no program workload
   return rows;
 }
 

@@ -11,11 +11,14 @@ namespace trainbench {
 namespace jf = json_fields;
 
 std::string RunConfig::label() const {
-  if (paradigm == Paradigm::kNone) return "no ddp";
+  // A job with workloads names each row's workload first ("python-ddp 1M/2G"): its rows group
+  // by workload in the report, and `trainbench diff --workloads` strips it to match shapes.
+  const std::string prefix = workload.empty() ? "" : workload + " ";
+  if (paradigm == Paradigm::kNone) return prefix + "no ddp";
   const std::string shape = std::to_string(nodes) + "M/" + std::to_string(devices_per_node) + "G";
   // The seed's labels name DDP runs by shape only; other paradigms add their name so that a
   // sweep mixing paradigms has one distinct row per run ("1M/2G zero").
-  return paradigm == Paradigm::kDdp ? shape : shape + " " + to_string(paradigm);
+  return prefix + (paradigm == Paradigm::kDdp ? shape : shape + " " + to_string(paradigm));
 }
 
 std::string RunConfig::devices_label() const {
@@ -101,7 +104,52 @@ nlohmann::json to_json(const RunConfig& c) {
   if (c.hang_timeout_seconds > 0) j["hangTimeoutSeconds"] = c.hang_timeout_seconds;
   if (c.peak_tflops) j["peakTFLOPS"] = *c.peak_tflops;
   if (c.test.any()) j["testOptions"] = to_json(c.test);
+  if (!c.workload.empty()) j["workload"] = c.workload;
+  if (c.program) j["program"] = to_json(*c.program);
   return j;
+}
+
+nlohmann::json to_json(const ProgramSpec& p) {
+  nlohmann::json j = {{"command", p.command}, {"args", p.args}, {"env", nlohmann::json::array()}};
+  for (const auto& v : p.env) j["env"].push_back({{"name", v.name}, {"value", v.value}});
+  if (!p.image.empty()) j["image"] = p.image;
+  if (!p.working_dir.empty()) j["workingDir"] = p.working_dir;
+  if (p.flops_per_example) j["flopsPerExample"] = *p.flops_per_example;
+  return j;
+}
+
+namespace {
+
+std::vector<std::string> string_list(const nlohmann::json& obj, const std::string& key, const std::string& path) {
+  std::vector<std::string> out;
+  const auto& list = jf::get_array(obj, key, path);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (!list[i].is_string()) throw std::runtime_error(path + "." + key + "[" + std::to_string(i) + "]: must be a string");
+    out.push_back(list[i].get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
+ProgramSpec program_spec_from_json(const nlohmann::json& j, const std::string& path) {
+  jf::require_object(j, path);
+  ProgramSpec p;
+  p.command = string_list(j, "command", path);
+  if (p.command.empty()) throw std::runtime_error(path + ".command: must not be empty");
+  if (jf::has(j, "args")) p.args = string_list(j, "args", path);
+  if (jf::has(j, "env")) {
+    const auto& env = jf::get_array(j, "env", path);
+    for (std::size_t i = 0; i < env.size(); ++i) {
+      const std::string ep = path + ".env[" + std::to_string(i) + "]";
+      jf::require_object(env[i], ep);
+      p.env.push_back({jf::get_string(env[i], "name", ep), jf::get_string(env[i], "value", ep)});
+    }
+  }
+  if (jf::has(j, "image")) p.image = jf::get_string(j, "image", path);
+  if (jf::has(j, "workingDir")) p.working_dir = jf::get_string(j, "workingDir", path);
+  if (jf::has(j, "flopsPerExample")) p.flops_per_example = jf::get_number(j, "flopsPerExample", path);
+  return p;
 }
 
 RunConfig run_config_from_json(const nlohmann::json& j) {
@@ -166,6 +214,8 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
   if (jf::has(j, "testOptions")) c.test = run_test_options_from_json(jf::get_object(j, "testOptions", p));
   if (jf::has(j, "stragglerThreshold")) c.straggler_threshold = jf::get_number(j, "stragglerThreshold", p);
   if (jf::has(j, "peakTFLOPS")) c.peak_tflops = jf::get_number(j, "peakTFLOPS", p);
+  if (jf::has(j, "workload")) c.workload = jf::get_string(j, "workload", p);
+  if (jf::has(j, "program")) c.program = program_spec_from_json(jf::get_object(j, "program", p), "program");
   if (has_parameter_servers(c.paradigm) &&
       (c.parameter_servers < kMinParameterServers || c.parameter_servers > kMaxParameterServers)) {
     throw std::runtime_error("parameterServers: paradigm hybrid-ps needs " + std::to_string(kMinParameterServers) +
@@ -179,19 +229,25 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
   return c;
 }
 
-std::vector<RunConfig> plan_runs(const BenchmarkJob& job, int cores, ServerPlacement servers) {
+namespace {
+
+/// The run of sweep entry `e` for `workload` (nullptr: a job without workloads).
+RunConfig plan_run(const BenchmarkJob& job, const SweepEntry& e, const WorkloadSpec* workload, int cores,
+                   ServerPlacement servers) {
   const BenchmarkSpec& b = job.benchmark;
-  std::vector<RunConfig> runs;
-  for (std::size_t i = 0; i < job.sweep.size(); ++i) {
-    const SweepEntry& e = job.sweep[i];
-    RunConfig c;
+  RunConfig c;
+  {
     c.job_name = job.metadata.name;
     c.job_namespace = job.metadata.namespace_;
-    c.index = static_cast<int>(i);
     c.nodes = e.nodes;
     c.devices_per_node = e.devices_per_node;
     c.paradigm = e.paradigm.value_or(b.paradigm);
-    c.model = b.model;
+    if (workload) {
+      c.workload = workload->name;
+      c.program = workload->program;
+      if (c.program) c.paradigm = Paradigm::kDdp;  // the program's own; the row is labelled by its shape
+    }
+    c.model = c.program ? "" : b.model;  // a program brings its own
     c.batch_size_per_device = b.batch_size_per_device;
     c.precision = b.precision;
     c.warmup_steps = b.warmup_steps;
@@ -224,7 +280,21 @@ std::vector<RunConfig> plan_runs(const BenchmarkJob& job, int cores, ServerPlace
     c.backend = job.backend.value_or(default_backend(job.device));
     c.collective_timeout_seconds = job.run_policy.collective_timeout_seconds;
     c.hang_timeout_seconds = resolved_hang_timeout_seconds(job.run_policy);
-    runs.push_back(c);
+  }
+  return c;
+}
+
+}  // namespace
+
+std::vector<RunConfig> plan_runs(const BenchmarkJob& job, int cores, ServerPlacement servers) {
+  std::vector<RunConfig> runs;
+  const std::size_t workloads = std::max<std::size_t>(job.workloads.size(), 1);
+  for (std::size_t w = 0; w < workloads; ++w) {
+    const WorkloadSpec* workload = job.workloads.empty() ? nullptr : &job.workloads[w];
+    for (const SweepEntry& e : job.sweep) {
+      runs.push_back(plan_run(job, e, workload, cores, servers));
+      runs.back().index = static_cast<int>(runs.size() - 1);
+    }
   }
   return runs;
 }

@@ -98,13 +98,21 @@ struct RunConfig {
   /// spec.benchmark.peakTFLOPS ("peakTFLOPS", written only when set).
   std::optional<double> peak_tflops;
   RunTestOptions test;  ///< tests only ("testOptions", written only when set)
+  /// spec.workloads[].name of the workload this run belongs to; "" in a job without workloads
+  /// ("workload", written only when set).
+  std::string workload;
+  /// The program every rank runs instead of the built-in worker (spec.workloads[].program);
+  /// unset: the built-in worker ("program", written only when set). Its runs have paradigm ddp
+  /// in name only: what they do is the program's.
+  std::optional<ProgramSpec> program;
 
   /// The trainers (devices): examples/sec and speedup count these.
   int world_size() const { return nodes * devices_per_node; }
   /// Every process of the run (the c10d world, WORLD_SIZE): the trainers, then the parameter
   /// servers of paradigm hybrid-ps.
   int process_count() const { return world_size() + parameter_servers; }
-  /// Seed-style configuration label: "no ddp" or "1M/2G" (machines / devices per machine).
+  /// Seed-style configuration label: "no ddp" or "1M/2G" (machines / devices per machine),
+  /// after the workload's name in a job with workloads ("python-ddp 1M/2G").
   std::string label() const;
   /// "2 CPUs" / "8 GPUs".
   std::string devices_label() const;
@@ -120,7 +128,12 @@ enum class ServerPlacement {
   OwnPods,       ///< one pod each (the operator): node 0's trainers share their pod with no server
 };
 
-/// The plan: one RunConfig per sweep entry, in order. `cores` is the number of CPU cores
+/// A program as JSON (RunConfig's "program") and back; the reader names the bad field.
+nlohmann::json to_json(const ProgramSpec& p);
+ProgramSpec program_spec_from_json(const nlohmann::json& j, const std::string& path);
+
+/// The plan: one RunConfig per sweep entry, in order; with spec.workloads, the whole sweep for
+/// each workload in turn (index = workload x sweep entries + entry). `cores` is the number of CPU cores
 /// available on one node (used to resolve threadsPerProcess = 0: cores / processes on it).
 std::vector<RunConfig> plan_runs(const BenchmarkJob& job, int cores,
                                  ServerPlacement servers = ServerPlacement::WithNodeZero);

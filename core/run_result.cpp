@@ -23,6 +23,7 @@ nlohmann::json to_json(const EnvironmentInfo& e) {
   if (e.cpu_cores) j["cpuCores"] = *e.cpu_cores;
   if (!e.attention.empty()) j["attention"] = e.attention;
   if (!e.ddp.empty()) j["ddp"] = e.ddp;
+  if (!e.framework.empty()) j["framework"] = e.framework;
   return j;
 }
 
@@ -42,6 +43,7 @@ EnvironmentInfo environment_from_json(const nlohmann::json& j) {
   if (jf::has(j, "cpuCores")) e.cpu_cores = jf::get_int32(j, "cpuCores", p);
   if (jf::has(j, "attention")) e.attention = jf::get_string(j, "attention", p);
   if (jf::has(j, "ddp")) e.ddp = jf::get_string(j, "ddp", p);
+  if (jf::has(j, "framework")) e.framework = jf::get_string(j, "framework", p);
   return e;
 }
 

@@ -33,6 +33,9 @@ struct EnvironmentInfo {
   /// Whose DDP averaged the gradients ("pytorch" or "trainbench", spec.benchmark.ddp.implementation);
   /// empty for paradigms without DDP. "ddp"; absent in older results.
   std::string ddp;
+  /// A program workload's own stack as its probe names it ("torch 2.15.0, Python 3.11.2");
+  /// empty for the built-in worker. "framework"; absent in older results.
+  std::string framework;
 };
 
 /// Folds a run's environment into the report's, runs in order: the first run's, with the DDP of
@@ -40,8 +43,9 @@ struct EnvironmentInfo {
 inline void fold_environment(std::optional<EnvironmentInfo>& report_env, const EnvironmentInfo& run_env) {
   if (!report_env) {
     report_env = run_env;
-  } else if (report_env->ddp.empty()) {
-    report_env->ddp = run_env.ddp;
+  } else {
+    if (report_env->ddp.empty()) report_env->ddp = run_env.ddp;
+    if (report_env->framework.empty()) report_env->framework = run_env.framework;
   }
 }
 

@@ -174,6 +174,34 @@ struct NcclSpec {
   std::map<std::string, std::string> extra_env;  ///< more variables, e.g. NCCL_P2P_DISABLE
 };
 
+/// One environment variable of a program workload (spec.workloads[].program.env).
+struct ProgramEnvVar {
+  std::string name;
+  std::string value;
+};
+
+/// spec.workloads[].program: a user's training program, run as every rank of each of the
+/// sweep's runs with the torchrun environment; it reports through the probe protocol
+/// (docs/workloads.md: a rank record and progress records, as the built-in worker's ranks do).
+struct ProgramSpec {
+  /// The operator's pod image; "": the operator's worker image for spec.device. `trainbench run`
+  /// ignores it (the program runs on this machine).
+  std::string image;
+  std::vector<std::string> command;  ///< required: the executable and its first arguments
+  std::vector<std::string> args;     ///< appended to command
+  std::vector<ProgramEnvVar> env;    ///< on top of the rank's torchrun environment
+  std::string working_dir;           ///< "": the executor's (trainbench run: its working directory)
+  /// Training FLOPs of one example (forward + backward), for MFU; unset: no MFU. "flopsPerExample".
+  std::optional<double> flops_per_example;
+};
+
+/// spec.workloads[]: what the sweep's runs train. Without `program`, the built-in worker with
+/// spec.benchmark's model and paradigm; with it, the user's program.
+struct WorkloadSpec {
+  std::string name;  ///< unique in the job; the report's group of rows
+  std::optional<ProgramSpec> program;
+};
+
 /// The default of spec.baseline.regressionThresholdPercent, and of `trainbench run --baseline`.
 inline constexpr double kDefaultRegressionThresholdPercent = 5;
 
@@ -210,7 +238,13 @@ struct BenchmarkJob {
   /// spec.suspend (as batch/v1 Job's): the operator runs no pod while true; a queue (Kueue)
   /// creates the job suspended and admits it by setting false. `trainbench run` ignores it.
   bool suspend = false;
+  /// spec.workloads: each runs the whole sweep, in order (runs = workloads x sweep). Empty: the
+  /// built-in worker alone, unnamed (the job as before workloads existed).
+  std::vector<WorkloadSpec> workloads;
 };
+
+/// True when some run of the job is the built-in worker's (no workloads, or one without a program).
+bool has_builtin_workload(const BenchmarkJob& job);
 
 /// Parses one YAML (or JSON) document into a BenchmarkJob, applies defaults and validates it.
 /// Unknown fields are rejected. Throws SpecError naming every bad field.

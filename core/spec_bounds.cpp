@@ -142,6 +142,17 @@ void cluster_bounds(std::vector<FieldBound>& t) {
                      range("spec.baseline.regressionThresholdPercent", kRegressionThresholdPercent)});
 }
 
+void workload_bounds(std::vector<FieldBound>& t) {
+  const std::string p = "spec.workloads[].";
+  const std::string q = p + "program.";
+  t.insert(t.end(), {items("spec.workloads", kMaxWorkloads), length(p + "name", kMaxWorkloadNameLength),
+                     length(q + "image", kMaxImageLength), items(q + "command", kMaxProgramArgs),
+                     length(q + "command[]", kMaxProgramArgLength), items(q + "args", kMaxProgramArgs),
+                     length(q + "args[]", kMaxProgramArgLength), items(q + "env", kMaxPodListItems),
+                     length(q + "env[].name", kMaxEnvNameLength), length(q + "env[].value", kMaxEnvValueLength),
+                     length(q + "workingDir", kMaxProgramArgLength), positive(q + "flopsPerExample")});
+}
+
 void template_bounds(std::vector<FieldBound>& t) {
   const std::string p = "spec.template.";
   t.insert(t.end(), {length(p + "image", kMaxImageLength), one_of(p + "imagePullPolicy", known_pull_policies()),
@@ -170,6 +181,7 @@ const std::vector<FieldBound>& spec_field_bounds() {
     benchmark_bounds(t);
     cluster_bounds(t);
     template_bounds(t);
+    workload_bounds(t);
     return t;
   }();
   return table;

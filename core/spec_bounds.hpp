@@ -49,6 +49,12 @@ inline constexpr int kMaxConfigMapKeyLength = 253;        ///< spec.baseline.con
 inline constexpr int kMaxMapEntries = 64;                 ///< labels, annotations, nodeSelector, extraEnv, resources
 inline constexpr int kMaxPodListItems = 64;               ///< tolerations, volumes, volumeMounts, env
 inline constexpr int kMaxLayerListItems = 64;             ///< mlp.hiddenSizes, hybridEmbedding.denseSizes
+inline constexpr int kMaxWorkloads = 16;                  ///< spec.workloads
+/// Runs of a job (workloads x sweep entries): the operator names each run's Service NAME-r<i>.
+inline constexpr int kMaxRuns = kMaxSweepEntries;
+inline constexpr int kMaxWorkloadNameLength = 40;         ///< spec.workloads[].name
+inline constexpr int kMaxProgramArgs = 256;               ///< program.command + program.args items
+inline constexpr int kMaxProgramArgLength = 4096;         ///< each command / args item, workingDir
 inline constexpr int kMaxBoundaries = kMaxWorldSize - 1;  ///< pipeline.boundaries: one per stage after the first
 
 // ---- patterns: ECMAScript and RE2 alike (std::regex here, Go's regexp in the API server)
@@ -65,7 +71,9 @@ inline constexpr const char* kDnsSubdomainPattern =
     "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
 /// A ConfigMap data key (spec.baseline.configMap.key).
 inline constexpr const char* kConfigMapKeyPattern = "^[-._a-zA-Z0-9]+$";
-/// An environment variable name in spec.nccl.extraEnv (a C identifier).
+/// spec.workloads[].name: a lowercase RFC 1123 label (it names a group of the report's rows).
+inline constexpr const char* kWorkloadNamePattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
+/// An environment variable name in spec.nccl.extraEnv and a program's env (a C identifier).
 inline constexpr const char* kEnvNamePattern = "^[A-Za-z_][A-Za-z0-9_]*$";
 
 // ---- numbers

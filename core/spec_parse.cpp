@@ -222,6 +222,29 @@ class Reader {
     }
   }
 
+  /// A list of strings (a program's command, args): each item a string of at most max_length.
+  void read_string_list(const YAML::Node& parent, const std::string& key, const std::string& path,
+                        std::vector<std::string>& out, int max_items, int max_length) {
+    const YAML::Node n = parent[key];
+    const std::string p = join(path, key);
+    if (!n.IsDefined() || n.IsNull()) return;
+    if (!n.IsSequence()) {
+      error(p, "must be a list of strings, got " + describe(n));
+      return;
+    }
+    if (!list_size_ok(n, p, max_items)) return;
+    for (std::size_t i = 0; i < n.size(); ++i) {
+      const std::string item = p + "[" + std::to_string(i) + "]";
+      if (!is_yaml_string(n[i])) {
+        error(item, "must be a string, got " + describe(n[i]) + quote_hint(n[i]));
+      } else if (const std::string problem = text_problem(n[i].Scalar(), max_length); !problem.empty()) {
+        error(item, problem);
+      } else {
+        out.push_back(n[i].Scalar());
+      }
+    }
+  }
+
   bool list_size_ok(const YAML::Node& n, const std::string& path, int max_items) {
     if (n.size() <= static_cast<std::size_t>(max_items)) return true;
     error(path, "must have at most " + std::to_string(max_items) + " items, got " + std::to_string(n.size()));
@@ -563,6 +586,50 @@ void read_baseline(Reader& r, const YAML::Node& n, BaselineSpec& b) {
   r.read_double(n, "regressionThresholdPercent", path, b.regression_threshold_percent);
 }
 
+void read_program_env(Reader& r, const YAML::Node& n, const std::string& path, std::vector<ProgramEnvVar>& env) {
+  if (!n.IsSequence()) {
+    r.error(path, "must be a list of {name, value}, got " + Reader::describe(n));
+    return;
+  }
+  if (!r.list_size_ok(n, path, kMaxPodListItems)) return;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const std::string p = path + "[" + std::to_string(i) + "]";
+    if (!r.object(n[i], p, {"name", "value"})) continue;
+    ProgramEnvVar v;
+    r.read_string(n[i], "name", p, v.name, kMaxEnvNameLength);
+    r.read_string(n[i], "value", p, v.value, kMaxEnvValueLength);
+    env.push_back(v);
+  }
+}
+
+void read_program(Reader& r, const YAML::Node& n, const std::string& path, ProgramSpec& p) {
+  if (!r.object(n, path, {"image", "command", "args", "env", "workingDir", "flopsPerExample"})) return;
+  r.read_string(n, "image", path, p.image, kMaxImageLength);
+  r.read_string_list(n, "command", path, p.command, kMaxProgramArgs, kMaxProgramArgLength);
+  r.read_string_list(n, "args", path, p.args, kMaxProgramArgs, kMaxProgramArgLength);
+  if (n["env"].IsDefined() && !n["env"].IsNull()) read_program_env(r, n["env"], path + ".env", p.env);
+  r.read_string(n, "workingDir", path, p.working_dir, kMaxProgramArgLength);
+  if (double flops = 0; r.read_double(n, "flopsPerExample", path, flops)) p.flops_per_example = flops;
+}
+
+void read_workloads(Reader& r, const YAML::Node& n, std::vector<WorkloadSpec>& workloads) {
+  if (!n.IsSequence()) {
+    r.error("spec.workloads", "must be a list of {name, program}, got " + Reader::describe(n));
+    return;
+  }
+  if (!r.list_size_ok(n, "spec.workloads", kMaxWorkloads)) return;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const std::string path = "spec.workloads[" + std::to_string(i) + "]";
+    WorkloadSpec w;
+    if (r.object(n[i], path, {"name", "program"})) {
+      r.read_string(n[i], "name", path, w.name, kMaxWorkloadNameLength);
+      const YAML::Node program = n[i]["program"];
+      if (program.IsDefined() && !program.IsNull()) read_program(r, program, path + ".program", w.program.emplace());
+    }
+    workloads.push_back(w);
+  }
+}
+
 void read_document(Reader& r, const YAML::Node& doc, BenchmarkJob& job) {
   if (!r.object(doc, "", {"apiVersion", "kind", "metadata", "spec", "status"})) return;
   if (!doc["apiVersion"].IsDefined()) {
@@ -583,7 +650,7 @@ void read_document(Reader& r, const YAML::Node& doc, BenchmarkJob& job) {
   }
   if (!r.object(spec, "spec",
                 {"benchmark", "sweep", "device", "backend", "runPolicy", "masterPort", "template", "nccl", "baseline",
-                 "suspend"}))
+                 "suspend", "workloads"}))
     return;
   if (spec["benchmark"].IsDefined() && !spec["benchmark"].IsNull()) read_benchmark(r, spec["benchmark"], job.benchmark);
   if (spec["sweep"].IsDefined() && !spec["sweep"].IsNull()) read_sweep(r, spec["sweep"], job.sweep);
@@ -597,6 +664,7 @@ void read_document(Reader& r, const YAML::Node& doc, BenchmarkJob& job) {
   if (spec["baseline"].IsDefined() && !spec["baseline"].IsNull())
     read_baseline(r, spec["baseline"], job.baseline.emplace());
   r.read_bool(spec, "suspend", "spec", job.suspend);
+  if (spec["workloads"].IsDefined() && !spec["workloads"].IsNull()) read_workloads(r, spec["workloads"], job.workloads);
 }
 
 FieldError document_too_large(std::size_t bytes) {

@@ -85,6 +85,27 @@ json nccl_json(const NcclSpec& n) {
   return nccl;
 }
 
+json workloads_json(const std::vector<WorkloadSpec>& workloads) {
+  json out = json::array();
+  for (const WorkloadSpec& w : workloads) {
+    json wj = {{"name", w.name}};
+    if (const auto& p = w.program) {
+      json pj = {{"command", p->command}};
+      if (!p->image.empty()) pj["image"] = p->image;
+      if (!p->args.empty()) pj["args"] = p->args;
+      if (!p->env.empty()) {
+        pj["env"] = json::array();
+        for (const auto& v : p->env) pj["env"].push_back({{"name", v.name}, {"value", v.value}});
+      }
+      if (!p->working_dir.empty()) pj["workingDir"] = p->working_dir;
+      if (p->flops_per_example) pj["flopsPerExample"] = *p->flops_per_example;
+      wj["program"] = pj;
+    }
+    out.push_back(wj);
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json to_json(const BenchmarkJob& job) {
@@ -116,6 +137,7 @@ nlohmann::json to_json(const BenchmarkJob& job) {
     spec["baseline"] = bj;
   }
   if (job.suspend) spec["suspend"] = true;
+  if (!job.workloads.empty()) spec["workloads"] = workloads_json(job.workloads);
   return {{"apiVersion", job.api_version}, {"kind", job.kind}, {"metadata", metadata}, {"spec", spec}};
 }
 

@@ -14,6 +14,7 @@
 #include "core/model_sizes.hpp"
 #include "core/spec.hpp"
 #include "core/spec_messages.hpp"
+#include "core/spec_workloads.hpp"
 
 namespace trainbench {
 namespace {
@@ -316,6 +317,7 @@ void check_model(Checker& c, const BenchmarkJob& job) {
       !job.sweep.empty() && std::all_of(job.sweep.begin(), job.sweep.end(), [&b](const SweepEntry& e) {
         return !trains_model(e.paradigm.value_or(b.paradigm));
       });
+  if (!has_builtin_workload(job)) return;  // programs bring their own model (validate_workloads)
   if (!b.model.empty()) {
     c.one_of("spec.benchmark.model", b.model, known_models());
   } else if (!all_allreduce) {
@@ -472,6 +474,7 @@ std::vector<FieldError> validate(const BenchmarkJob& job) {
   check_label_map(c, "metadata.labels", job.metadata.labels, true);
   check_label_map(c, "metadata.annotations", job.metadata.annotations, false);
   check_sweep(c, job);
+  for (const auto& e : validate_workloads(job)) c.add(e.path, e.message);
   return errors;
 }
 
