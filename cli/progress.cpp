@@ -37,7 +37,7 @@ std::int64_t steps_done(const ProgressUpdate& p, const RunSteps& steps) {
 std::string format_progress_line(const ProgressRun& run, const std::optional<ProgressUpdate>& p,
                                  std::optional<double> eta_seconds) {
   std::string line = "run " + std::to_string(run.number) + "/" + std::to_string(run.count) + " [" + run.label +
-                     " " + run.model + "]";
+                     (run.model.empty() ? "" : " " + run.model) + "]";  // a program has no model name
   if (!p) {
     line += " starting " + std::to_string(run.world_size) + (run.world_size == 1 ? " rank" : " ranks");
     return line;

@@ -446,6 +446,16 @@ json workloads_schema() {
                            {{"name", with(bounded_string_t(kMaxEnvNameLength), {{"pattern", kEnvNamePattern}})},
                             {"value", bounded_string_t(kMaxEnvValueLength)}},
                            {"name"});
+  std::string reserved;
+  for (const char* n : {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK",
+                        "GROUP_RANK", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TORCHELASTIC_USE_AGENT_STORE",
+                        "TORCHELASTIC_RESTART_COUNT"}) {
+    reserved += std::string(reserved.empty() ? "" : ", ") + "'" + n + "'";
+  }
+  env_item["x-kubernetes-validations"] = json::array(
+      {cel("!(self.name in [" + reserved + "]) && !self.name.startsWith('TRAINBENCH_')",
+           "a program's env may not set a variable trainbench sets for every rank (the torchrun environment, "
+           "TRAINBENCH_*)")});
   const auto strings = [](const std::string& description) {
     return json{{"type", "array"},
                 {"description", description},
@@ -460,9 +470,11 @@ json workloads_schema() {
        {"command", with(strings("The executable and its first arguments."), {{"minItems", 1}})},
        {"args", strings("Appended to command.")},
        {"env", {{"type", "array"}, {"description", "Added to each rank's environment."},
-                {"maxItems", kMaxPodListItems}, {"items", env_item}}},
+                {"maxItems", kMaxPodListItems}, {"items", env_item},
+                {"x-kubernetes-validations",
+                 json::array({cel("self.all(e, self.exists_one(f, f.name == e.name))", "env names must be unique")})}}},
        {"workingDir", with(string_t("Working directory of the program (absolute)."),
-                           {{"minLength", 1}, {"maxLength", kMaxProgramArgLength}})},
+                           {{"minLength", 1}, {"maxLength", kMaxProgramArgLength}, {"pattern", "^/"}})},
        {"flopsPerExample", positive_number("Training FLOPs of one example (forward + backward), for MFU.")}},
       {"command"});
   json item = object_t("A workload: the built-in worker (no program) or a program, run on every sweep entry.",
@@ -474,9 +486,11 @@ json workloads_schema() {
           {"description", "What each sweep entry runs, in order (runs = workloads x sweep); unset: the built-in "
                           "worker alone."},
           {"maxItems", kMaxWorkloads},
-          {"x-kubernetes-list-type", "map"},
-          {"x-kubernetes-list-map-keys", json::array({"name"})},
-          {"items", item}};
+          {"items", item},
+          {"x-kubernetes-validations",
+           json::array({cel("self.all(w, self.exists_one(v, v.name == w.name))", "workload names must be unique"),
+                        cel("self.filter(w, !has(w.program)).size() <= 1",
+                            "at most one built-in workload (no program): the built-in worker runs once per sweep entry")})}};
 }
 
 json spec_schema() {
@@ -533,7 +547,10 @@ json spec_schema() {
            "spec.benchmark.model: paradigm hybrid-ps needs model hybrid-embedding"),
        cel("!has(self.sweep) || " + device + " == " + cel_value(Device::kCpu) + " || self.sweep.all(e, " + paradigm +
                " != " + cel_value(Paradigm::kHybridPs) + ")",
-           "spec.device: paradigm hybrid-ps runs on cpu (gloo)")});
+           "spec.device: paradigm hybrid-ps runs on cpu (gloo)"),
+       cel("!has(self.workloads) || !has(self.sweep) || size(self.workloads) * size(self.sweep) <= " +
+               std::to_string(kMaxRuns),
+           "spec.workloads: workloads x sweep entries must be at most " + std::to_string(kMaxRuns) + " runs")});
   return spec;
 }
 

@@ -1,6 +1,7 @@
 #include "core/report.hpp"
 
 #include <algorithm>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -34,6 +35,7 @@ RunReport failed_run(const RunConfig& cfg, const std::string& error) {
   run.index = cfg.index;
   run.label = cfg.label();
   run.workload = cfg.workload;
+  run.program = cfg.program.has_value();
   run.devices_label = cfg.devices_label();
   run.nodes = cfg.nodes;
   run.devices_per_node = cfg.devices_per_node;
@@ -183,6 +185,10 @@ void apply_speedup(std::vector<RunReport>& runs, const std::string& workload, in
   }
 }
 
+std::string shape_label(const RunReport& r) {
+  return std::to_string(r.nodes) + "M/" + std::to_string(r.devices_per_node) + "G";
+}
+
 }  // namespace
 
 Report workload_report(const Report& report, const std::string& workload) {
@@ -191,14 +197,19 @@ Report workload_report(const Report& report, const std::string& workload) {
   out.environment.framework.clear();
   out.baseline_run.reset();
   std::string known;
+  // Rows match the other workload's by shape ("1M/2G"): "no ddp", "1M/2G zero" and a program's
+  // "1M/2G" are each one shape, unless the workload runs one shape twice (then its labels stay).
+  std::map<std::string, int> shapes;
+  for (const auto& r : report.runs) {
+    if (r.workload == workload) ++shapes[shape_label(r)];
+  }
   for (const auto& r : report.runs) {
     if (known.find("\"" + r.workload + "\"") == std::string::npos) known += (known.empty() ? "\"" : ", \"") + r.workload + "\"";
     if (r.workload != workload) continue;
     RunReport copy = r;
     const std::string prefix = workload + " ";
     if (copy.label.rfind(prefix, 0) == 0) copy.label = copy.label.substr(prefix.size());
-    // One device is one device: the built-in "no ddp" row and a program's 1M/1G match.
-    if (copy.label == "no ddp") copy.label = "1M/1G";
+    if (shapes[shape_label(r)] == 1) copy.label = shape_label(r);
     if (!copy.framework.empty() && out.environment.framework != copy.framework) {
       // A program: the built-in worker's libtorch, BLAS and DDP are not what it ran.
       out.environment.framework = copy.framework;
@@ -328,6 +339,7 @@ nlohmann::json to_json(const RunReport& run) {
                       {"phase", run.phase}};
   if (!run.workload.empty()) j["workload"] = run.workload;
   if (!run.framework.empty()) j["framework"] = run.framework;
+  if (run.program) j["program"] = true;
   if (run.phase == "Succeeded") {
     j["secPerIter"] = percentiles_json(run.sec_per_iter);
     j["examplesPerSec"] = percentiles_json(run.examples_per_sec);
@@ -404,6 +416,7 @@ RunReport run_report_from_json(const nlohmann::json& rj, const std::string& p) {
   run.phase = jf::get_string(rj, "phase", p);
   if (jf::has(rj, "workload")) run.workload = jf::get_string(rj, "workload", p);
   if (jf::has(rj, "framework")) run.framework = jf::get_string(rj, "framework", p);
+  if (jf::has(rj, "program")) run.program = jf::get_bool(rj, "program", p);
   if (run.phase == "Succeeded") {
     run.sec_per_iter = percentiles_from_json(jf::member(rj, "secPerIter", p), p + ".secPerIter");
     run.examples_per_sec = percentiles_from_json(jf::member(rj, "examplesPerSec", p), p + ".examplesPerSec");

@@ -96,6 +96,8 @@ struct RunReport {
   /// A program workload's stack as its probe named it (EnvironmentInfo::framework): "framework",
   /// absent for the built-in worker.
   std::string framework;
+  /// The run was a program workload's (its paradigm is the program's own): "program": true.
+  bool program = false;
   std::string devices_label;    ///< "2 CPUs"
   int nodes = 1;
   int devices_per_node = 1;

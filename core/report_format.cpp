@@ -78,7 +78,9 @@ void paradigm_table(std::ostringstream& os, const std::vector<const RunReport*>&
                printf_str(" (%.0f%%)", r->pipeline->theoretical_bubble * 100);
     }
     rows.push_back(
-        {row_name(*r), to_string(r->paradigm) + (r->pipeline ? " x" + std::to_string(r->pipeline->micro_batches) : ""),
+        {row_name(*r),
+         r->program ? std::string("program")
+                    : to_string(r->paradigm) + (r->pipeline ? " x" + std::to_string(r->pipeline->micro_batches) : ""),
          r->optimizer.empty() ? "-" : r->optimizer, fmt_rate(r->examples_per_sec.p50),
          per_rank(
              *r, [](const RankReport& k) { return fmt_bytes(k.peak_memory_bytes); },
