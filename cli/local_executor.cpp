@@ -488,20 +488,12 @@ class HangWatch {
   double next_ = 0;
 };
 
-/// Keeps every rank's log under opts.max_log_bytes, looking about once a second.
-class LogCap {
- public:
-  explicit LogCap(long long max_bytes) : max_(max_bytes) {}
-  void check(const std::vector<Child>& children) {
-    if (max_ <= 0 || now_s() < next_) return;
-    next_ = now_s() + 1.0;
-    for (const auto& c : children) cap_log(c.log, max_);
-  }
-
- private:
-  long long max_;
-  double next_ = 0;
-};
+/// Keeps every rank's log under opts.max_log_bytes (plus what a rank writes in one poll
+/// interval), looking at each poll and once more when the ranks are gone.
+void cap_logs(const std::vector<Child>& children, long long max_bytes) {
+  if (max_bytes <= 0) return;
+  for (const auto& c : children) cap_log(c.log, max_bytes);
+}
 
 /// Watches the ranks until one fails, all have exited, the deadline passes, the run hangs or an
 /// interrupt arrives; reports rank 0's progress meanwhile. Reaps nothing.
@@ -510,7 +502,6 @@ MonitorOutcome monitor_ranks(std::vector<Child>& children, const LocalExecutorOp
   const double deadline = opts.active_deadline_seconds > 0 ? start + opts.active_deadline_seconds : 0;
   struct stat last_progress {};
   MonitorOutcome m;
-  LogCap log_cap(opts.max_log_bytes);
   for (;;) {
     if (interrupt_signal() != 0) break;
     bool running = false;
@@ -528,7 +519,7 @@ MonitorOutcome monitor_ranks(std::vector<Child>& children, const LocalExecutorOp
       break;
     }
     if ((m.hang = hang_watch.check())) break;
-    log_cap.check(children);
+    cap_logs(children, opts.max_log_bytes);
     wait_for_exit_or_tick(children, opts.poll_ms);
   }
   return m;
@@ -726,6 +717,7 @@ LocalRunOutcome run_local(const RunConfig& run, const LocalExecutorOptions& opts
   const MonitorOutcome m = monitor_ranks(procs.children, opts, start, out.run_dir + "/progress.json", hang_watch);
   stop_and_reap(procs.children, procs.pgid, opts.grace_seconds);
   close_pidfds(procs.children);
+  cap_logs(procs.children, opts.max_log_bytes);
   out.elapsed_seconds = now_s() - start;
   settle_outcome(run, opts, procs.children, m, out.run_dir + "/result.json", out);
 
