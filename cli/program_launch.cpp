@@ -87,27 +87,6 @@ RunOutcome read_program_result(const RunConfig& run, const std::string& run_dir)
   return o;
 }
 
-std::optional<HangVerdict> detect_silent_ranks(const std::vector<int>& silent, double elapsed, double timeout) {
-  if (silent.empty() || timeout <= 0 || elapsed < timeout) return std::nullopt;
-  HangVerdict v;
-  v.idle_seconds = elapsed;
-  std::string ranks;
-  for (int r : silent) {
-    RankProgressRecord rec;
-    rec.rank = r;
-    v.stuck.push_back(rec);
-    ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-  }
-  std::ostringstream msg;
-  msg << "hang: rank" << (silent.size() > 1 ? "s " : " ") << ranks << " published no progress in "
-      << static_cast<long long>(elapsed) << " s since the run started (spec.runPolicy.hangTimeoutSeconds "
-      << static_cast<long long>(timeout)
-      << "): the program never created its probe (trainbench_probe.Probe) or hangs before it, e.g. in "
-         "its imports, data loading or rendezvous";
-  v.message = msg.str();
-  return v;
-}
-
 long long cap_log(const std::string& path, long long max_bytes) {
   struct stat st {};
   if (max_bytes <= 0 || ::stat(path.c_str(), &st) != 0 || st.st_size <= max_bytes) return 0;

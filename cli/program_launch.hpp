@@ -2,14 +2,11 @@
 // What the local executor does differently for a program workload (spec.workloads[].program,
 // docs/workloads.md): the program's argv, executable, working directory and environment
 // instead of trainbench-worker's, each rank's record and progress files, the run's result
-// assembled from the ranks' records, the silence of a rank that never started its probe, and
-// the cap on a rank's log.
+// assembled from the ranks' records, and the cap on a rank's log.
 
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "core/hang.hpp"
 #include "core/report.hpp"
 #include "core/run_config.hpp"
 
@@ -29,11 +26,6 @@ std::vector<std::string> program_argv(const ProgramSpec& program);
 /// Every rank exited 0: each rank's record read and checked, then assembled into the run's
 /// result. A missing or bad record fails the run naming the rank, its file and what was wrong.
 RunOutcome read_program_result(const RunConfig& run, const std::string& run_dir);
-
-/// The ranks (0..processes-1) that have published no progress record `elapsed` seconds after
-/// their start, once that is past `timeout` seconds: a program that never created its probe or
-/// hangs before it (a verdict naming them and what is missing); nullopt otherwise.
-std::optional<HangVerdict> detect_silent_ranks(const std::vector<int>& silent, double elapsed, double timeout);
 
 /// Keeps a rank's log file under `max_bytes`: when it is larger, empties it and writes a line
 /// saying how much was dropped (the rank writes with O_APPEND, so its output continues after

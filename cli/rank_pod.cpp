@@ -19,6 +19,10 @@ RankPod rank_pod(const RunConfig& run, int attempt, int rank) {
             rank, rank};
   }
   const int first = p.node_rank * run.devices_per_node;
+  if (run.program) {  // one container per rank (docs/workloads.md): its log is the rank's alone
+    return {op::trainer_pod_name(run.job_name, run.index, attempt, p.node_rank),
+            op::program_container_name(p.local_rank), rank, rank};
+  }
   return {op::trainer_pod_name(run.job_name, run.index, attempt, p.node_rank), op::kTrainerContainer, first,
           first + run.devices_per_node - 1};
 }

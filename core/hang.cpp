@@ -4,6 +4,7 @@
 #include <cmath>
 #include <ctime>
 #include <map>
+#include <sstream>
 #include <tuple>
 
 namespace trainbench {
@@ -220,6 +221,27 @@ std::optional<HangVerdict> detect_hang(const std::vector<RankProgressRecord>& re
     (std::find(stuck.begin(), stuck.end(), r.rank) != stuck.end() ? v.stuck : v.waiting).push_back(r);
   }
   v.message = hang_message(v, now, run);
+  return v;
+}
+
+std::optional<HangVerdict> detect_silent_ranks(const std::vector<int>& silent, double elapsed, double timeout) {
+  if (silent.empty() || timeout <= 0 || elapsed < timeout) return std::nullopt;
+  HangVerdict v;
+  v.idle_seconds = elapsed;
+  std::string ranks;
+  for (int r : silent) {
+    RankProgressRecord rec;
+    rec.rank = r;
+    v.stuck.push_back(rec);
+    ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  }
+  std::ostringstream msg;
+  msg << "hang: rank" << (silent.size() > 1 ? "s " : " ") << ranks << " published no progress in "
+      << static_cast<long long>(elapsed) << " s since the run started (spec.runPolicy.hangTimeoutSeconds "
+      << static_cast<long long>(timeout)
+      << "): the program never created its probe (trainbench_probe.Probe) or hangs before it, e.g. in "
+         "its imports, data loading or rendezvous";
+  v.message = msg.str();
   return v;
 }
 

@@ -42,4 +42,9 @@ std::optional<HangVerdict> detect_hang(const std::vector<RankProgressRecord>& re
 /// "0-2, 4-7, 9": sorted, duplicates dropped, runs of three or more as ranges.
 std::string compress_ranks(std::vector<int> ranks);
 
+/// A program workload (docs/workloads.md) whose probe publishes as soon as it exists: the ranks (0..processes-1) that have published no progress record `elapsed` seconds after
+/// their start, once that is past `timeout` seconds: a program that never created its probe or
+/// hangs before it (a verdict naming them and what is missing); nullopt otherwise.
+std::optional<HangVerdict> detect_silent_ranks(const std::vector<int>& silent, double elapsed, double timeout);
+
 }  // namespace trainbench

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # README command 2: install the dependencies, build, and run every test.
-#  0. the real Kubernetes control plane (scripts/controlplane.sh: from the Go module proxy, cached);
+#  0. the real Kubernetes control plane (scripts/controlplane.sh: from the Go module proxy, cached)
+#     and Python PyTorch for the examples whose workloads are Python programs (scripts/python-torch.sh);
 #  1. the full build (core, cli, worker) and all ctest tests (label controlplane: on that control plane);
 #  2. core/ and operator/ rebuilt with AddressSanitizer + UBSan, their unit tests run again;
 #  3. the libFuzzer harnesses (fuzz/, clang, build-fuzz/): each replays its seeds and regression
@@ -11,6 +12,8 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 echo "== the Kubernetes control plane for the controlplane tests (built once per machine) =="
 bash scripts/controlplane.sh
+echo "== Python PyTorch for the program-workload examples (scripts/python-torch.sh: made once per machine) =="
+bash scripts/python-torch.sh >/dev/null
 jobs=$(nproc 2>/dev/null || echo 2)
 
 echo "== build (RelWithDebInfo) =="

@@ -129,16 +129,28 @@ json container_security() {
           {"capabilities", {{"drop", json::array({"ALL"})}}}};
 }
 
-/// A pod of the run: `rank_vars` (core's rank environment, see env_list for the order), the
-/// pod's own variables, spec.template merged in, then the container's own variables.
-json pod(const JobContext& job, const std::string& name, const RunConfig& run, int attempt, const std::string& role,
-         const std::vector<EnvVar>& rank_vars, json container, bool needs_api_token) {
-  const json tmpl = get_or(job.spec, "template", json::object());
+/// spec.template's volumes and mounts, each with the pods' own: /tmp (an emptyDir: the root
+/// filesystem is read-only) and, for a program's pods, /dev/shm (memory: PyTorch's data loaders
+/// and NCCL share memory between a node's ranks through it).
+std::pair<json, json> pod_volumes(const json& tmpl, bool shared_memory) {
   json volumes = get_or(tmpl, "volumes", json::array());
   volumes.push_back({{"name", "tmp"}, {"emptyDir", json::object()}});
   json mounts = get_or(tmpl, "volumeMounts", json::array());
   mounts.push_back({{"name", "tmp"}, {"mountPath", "/tmp"}});
-  container["image"] = job.image;
+  if (shared_memory) {
+    volumes.push_back({{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}}}});
+    mounts.push_back({{"name", "dshm"}, {"mountPath", "/dev/shm"}});
+  }
+  return {volumes, mounts};
+}
+
+/// A container of a run's pod: `rank_vars` (core's rank environment, see env_list for the
+/// order), the pod's own variables, spec.template's env, then the container's own variables;
+/// the job's image unless the container names one (a program's).
+json rank_container(const JobContext& job, const RunConfig& run, int attempt, const std::vector<EnvVar>& rank_vars,
+                    json container, const json& mounts) {
+  const json tmpl = get_or(job.spec, "template", json::object());
+  if (!container.contains("image")) container["image"] = job.image;
   container["imagePullPolicy"] = get_or(tmpl, "imagePullPolicy", "IfNotPresent");
   container["volumeMounts"] = mounts;
   container["securityContext"] = container_security();
@@ -152,6 +164,14 @@ json pod(const JobContext& job, const std::string& name, const RunConfig& run, i
     for (const auto& e : container["env"]) env.push_back(e);
   }
   container["env"] = env;
+  return container;
+}
+
+/// A pod of the run with these containers (rank_container) and volumes, spec.template's labels,
+/// annotations, nodeSelector and tolerations merged in.
+json pod_of(const JobContext& job, const std::string& name, const RunConfig& run, int attempt, const std::string& role,
+            json containers, json volumes, bool needs_api_token) {
+  const json tmpl = get_or(job.spec, "template", json::object());
   json meta = metadata(job, name, role, run.index, attempt, role);
   const json pod_labels = get_or(tmpl, "labels", json::object());  // named: items() must not outlive it
   for (const auto& [k, v] : pod_labels.items()) meta["labels"].emplace(k, v);
@@ -159,12 +179,21 @@ json pod(const JobContext& job, const std::string& name, const RunConfig& run, i
   json spec = {{"restartPolicy", "Never"},
                {"automountServiceAccountToken", needs_api_token},
                {"securityContext", {{"runAsNonRoot", true}, {"runAsUser", 65532}, {"runAsGroup", 65532}}},
-               {"containers", json::array({container})},
-               {"volumes", volumes}};
+               {"containers", std::move(containers)},
+               {"volumes", std::move(volumes)}};
   if (needs_api_token) spec["serviceAccountName"] = reporter_name(job.name);
   if (tmpl.contains("nodeSelector")) spec["nodeSelector"] = tmpl["nodeSelector"];
   if (tmpl.contains("tolerations")) spec["tolerations"] = tmpl["tolerations"];
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec}};
+}
+
+/// A pod of the run with one container (the master, a trainer running node-launch, a
+/// parameter server).
+json pod(const JobContext& job, const std::string& name, const RunConfig& run, int attempt, const std::string& role,
+         const std::vector<EnvVar>& rank_vars, json container, bool needs_api_token) {
+  auto [volumes, mounts] = pod_volumes(get_or(job.spec, "template", json::object()), false);
+  json c = rank_container(job, run, attempt, rank_vars, std::move(container), mounts);
+  return pod_of(job, name, run, attempt, role, json::array({c}), volumes, needs_api_token);
 }
 
 }  // namespace
@@ -267,7 +296,44 @@ json trainer_resources(const JobContext& job, const json& tmpl, const RunConfig&
 
 }  // namespace
 
+/// A program's trainer pod (docs/workloads.md, "On Kubernetes"): one container per rank of the
+/// node, each the program with its own RANK and LOCAL_RANK, as torchrun's workers would be, and
+/// each with one GPU on cuda. Their process group's store and the probe's records are the master
+/// pod's store (TORCHELASTIC_USE_AGENT_STORE=True makes env:// rendezvous a client of it, as
+/// under torchrun's agent; TRAINBENCH_STORE tells the probe where it is).
+json program_trainer_pod(const JobContext& job, const RunConfig& run, int attempt, int node) {
+  const json tmpl = get_or(job.spec, "template", json::object());
+  const ProgramSpec& program = *run.program;
+  auto [volumes, mounts] = pod_volumes(tmpl, true);
+  const std::string store =
+      master_address(job.name, job.namespace_, run.index) + ":" + std::to_string(master_port(job));
+  json resources = get_or(tmpl, "resources", json::object());
+  if (get_or(job.spec, "device", "cpu") == "cuda" &&
+      get_or(get_or(resources, "limits", json::object()), kGpuResource, nullptr) == nullptr &&
+      get_or(get_or(resources, "requests", json::object()), kGpuResource, nullptr) == nullptr) {
+    resources["limits"][kGpuResource] = 1;
+    resources["requests"][kGpuResource] = 1;
+  }
+  json containers = json::array();
+  for (int local = 0; local < run.devices_per_node; ++local) {
+    const RankPlacement p = placements(run).at(static_cast<std::size_t>(node * run.devices_per_node + local));
+    json c = {{"name", program_container_name(local)}, {"command", program.command}, {"args", program.args}};
+    if (!program.image.empty()) c["image"] = program.image;
+    if (!program.working_dir.empty()) c["workingDir"] = program.working_dir;
+    json env = json::array();
+    for (const auto& v : program.env) env.push_back(env_var(v.name, v.value));
+    env.push_back(env_var("TORCHELASTIC_USE_AGENT_STORE", "True"));
+    env.push_back(env_var("TRAINBENCH_STORE", store));
+    c["env"] = env;
+    if (!resources.empty()) c["resources"] = resources;
+    containers.push_back(rank_container(job, run, attempt, rank_variables_in_pod(job, run, p), c, mounts));
+  }
+  return pod_of(job, trainer_pod_name(job.name, run.index, attempt, node), run, attempt, to_string(Role::kTrainer),
+                containers, volumes, false);
+}
+
 json trainer_pod(const JobContext& job, const RunConfig& run, int attempt, int node) {
+  if (run.program) return program_trainer_pod(job, run, attempt, node);
   const json tmpl = get_or(job.spec, "template", json::object());
   json c = {{"name", kTrainerContainer},
             {"command", json::array({"trainbench", "node-launch"})},

@@ -33,6 +33,11 @@ inline constexpr const char* kRoleLabel = "trainbench.dev/role";
 /// The one container of each kind of pod (what `kubectl logs -c` and the plugin's logs name).
 inline constexpr const char* kMasterContainer = "master";
 inline constexpr const char* kTrainerContainer = "trainer";
+/// A program's trainer pod runs one container per rank of its node: "trainer" (local rank 0),
+/// "trainer-1", ... (docs/workloads.md).
+inline std::string program_container_name(int local_rank) {
+  return local_rank == 0 ? std::string(kTrainerContainer) : std::string(kTrainerContainer) + "-" + std::to_string(local_rank);
+}
 inline constexpr const char* kParameterServerContainer = "parameter-server";
 
 /// The standard app.kubernetes.io/* labels plus trainbench.dev/job; `component` is master,

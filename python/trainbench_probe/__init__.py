@@ -115,6 +115,8 @@ class _StoreSink:
     def record(self, text: str) -> None:
         with self.lock:
             self.store.set(f"trainbench/record/{self.rank}", text)
+            # done with trainbench's keys: the master keeps the store up until every rank says so
+            self.store.add("trainbench/finished", 1)
 
 
 class _Phase:

@@ -3,8 +3,13 @@
 // 1 warmup step, 2 measured steps and 1 repeat. The report has one succeeded run per sweep entry,
 // with the labels core plans, and records the shortened steps. Cases are listed when ctest runs
 // (a new example is picked up without a rebuild). Skipped when the build has no trainbench-worker.
+// Examples with program workloads run from the repository's root (their commands name
+// examples/programs/...) with the Python PyTorch of scripts/python-torch.sh first on PATH and
+// python/ (the probe library) on PYTHONPATH, as docs/workloads.md says to run them.
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -16,6 +21,7 @@
 #include "cli_test_util.hpp"
 #include "core/run_config.hpp"
 #include "core/spec.hpp"
+#include "core/spec_workloads.hpp"
 
 namespace trainbench::test {
 namespace {
@@ -34,6 +40,22 @@ std::vector<std::string> example_files() {
   return files;
 }
 
+/// The bin/ directory of scripts/python-torch.sh's venv; fails the test when it is not made.
+std::string python_torch_bin() {
+  const std::string root = fs::path(TRAINBENCH_EXAMPLES_DIR).parent_path().string();
+  FILE* p = ::popen(("bash '" + root + "/scripts/python-torch.sh' --path 2>&1").c_str(), "r");
+  std::string out;
+  char buf[512];
+  while (p && std::fgets(buf, sizeof buf, p)) out += buf;
+  const int status = p ? ::pclose(p) : -1;
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  if (status != 0) {
+    ADD_FAILURE() << "a program example needs Python PyTorch (bash scripts/python-torch.sh): " << out;
+    return "";
+  }
+  return fs::path(out).parent_path().string();
+}
+
 class ExampleRun : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ExampleRun, QuickRunPrintsAReport) {
@@ -43,8 +65,16 @@ TEST_P(ExampleRun, QuickRunPrintsAReport) {
   const std::vector<RunConfig> planned = plan_runs(job, 2);
 
   TempDir dir;
-  const CliResult r = run_cli({"run", path, "--quick", "--json", dir.file("report.json")},
-                              {{"TMPDIR", dir.path()}, {"TRAINBENCH_WORKER", real_worker_exe()}}, dir.path(), 170);
+  EnvChanges env{{"TMPDIR", dir.path()}, {"TRAINBENCH_WORKER", real_worker_exe()}};
+  if (!has_builtin_workload(job) || job.workloads.size() > 1) {
+    const std::string bin = python_torch_bin();
+    if (bin.empty()) return;
+    const fs::path root = fs::path(TRAINBENCH_EXAMPLES_DIR).parent_path();
+    env["PATH"] = bin + ":" + std::string(std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
+    env["PYTHONPATH"] = (root / "python").string();
+    fs::current_path(root);  // each case is a process of its own (ctest)
+  }
+  const CliResult r = run_cli({"run", path, "--quick", "--json", dir.file("report.json")}, env, dir.path(), 170);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "trainbench distributed benchmark suite")) << r.out;
 

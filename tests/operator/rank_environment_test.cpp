@@ -101,9 +101,9 @@ std::vector<JobCase> job_cases() {
 
 /// A pod's environment as its container sees it: a later entry of the same name wins; a
 /// downward-API entry stands for its field.
-Env pod_env(const json& pod) {
+Env pod_env(const json& pod, std::size_t container = 0) {
   Env env;
-  for (const auto& e : pod["spec"]["containers"][0]["env"]) {
+  for (const auto& e : pod["spec"]["containers"][container]["env"]) {
     const std::string name = e["name"].get<std::string>();
     env[name] = e.contains("value") ? e["value"].get<std::string>()
                                     : "<" + e["valueFrom"]["fieldRef"]["fieldPath"].get<std::string>() + ">";
@@ -143,7 +143,17 @@ RankEnvs local_ranks(const RunConfig& run) {
 /// of a variable equals what the pod's ranks get.
 RankEnvs operator_ranks(const JobContext& job, const RunConfig& run) {
   RankEnvs ranks;
-  for (int node = 0; node < run.nodes; ++node) {
+  for (int node = 0; node < run.nodes && run.program; ++node) {
+    // a program's pod runs each of its node's ranks in a container of its own
+    const json pod = trainer_pod(job, run, 0, node);
+    for (std::size_t c = 0; c < pod["spec"]["containers"].size(); ++c) {
+      const Env env = pod_env(pod, c);
+      const int rank = std::stoi(env.at("RANK"));
+      ranks[rank] = env;
+      ranks[rank][kHost] = "trainer pod " + std::to_string(node);
+    }
+  }
+  for (int node = 0; node < run.nodes && !run.program; ++node) {
     const Env pod = pod_env(trainer_pod(job, run, 0, node));
     for (const auto& [rank, env] : node_launch(pod)) {
       for (const auto& [name, value] : pod) {
@@ -292,6 +302,68 @@ TEST_P(ManifestRankEnvironment, LocalWorldSizeCountsTheRanksOfTheirHost) {
 
 INSTANTIATE_TEST_SUITE_P(Jobs, ManifestRankEnvironment, ::testing::ValuesIn(job_cases()),
                          [](const auto& tc_info) { return tc_info.param.name; });
+
+}  // namespace
+}  // namespace trainbench::op
+
+namespace trainbench::op {
+namespace {
+
+// A program workload's trainer pod (docs/workloads.md, "On Kubernetes"): one container per rank
+// of its node running the program, each with one GPU on cuda, the master pod's store for its
+// process group (TORCHELASTIC_USE_AGENT_STORE) and the probe (TRAINBENCH_STORE), the program's
+// image, args, env and working directory, and shared memory for its ranks.
+TEST(ProgramPod, OneContainerPerRankOnTheMastersStore) {
+  const std::string yaml = R"(apiVersion: trainbench.dev/v1alpha1
+kind: BenchmarkJob
+metadata: {name: ours, namespace: team}
+spec:
+  device: cuda
+  benchmark: {batchSizePerDevice: 8}
+  sweep: [{nodes: 2, devicesPerNode: 2}]
+  workloads:
+    - name: mine
+      program:
+        image: registry.example.com/team/trainer:1.4
+        command: [python3, /app/train.py]
+        args: [--fast]
+        env: [{name: LOG_LEVEL, value: debug}]
+        workingDir: /app
+)";
+  const RunConfig run = plan_runs(parse_benchmark_job(yaml), 8, ServerPlacement::OwnPods).at(0);
+  const JobContext job = job_context(yaml_to_json(yaml));
+  const json pod = trainer_pod(job, run, 0, 1);
+  const json& containers = pod["spec"]["containers"];
+  ASSERT_EQ(containers.size(), 2u);
+  for (std::size_t c = 0; c < 2; ++c) {
+    SCOPED_TRACE("container " + std::to_string(c));
+    const json& ct = containers[c];
+    EXPECT_EQ(ct["name"], c == 0 ? "trainer" : "trainer-1");
+    EXPECT_EQ(ct["image"], "registry.example.com/team/trainer:1.4");
+    EXPECT_EQ(ct["command"], json::array({"python3", "/app/train.py"}));
+    EXPECT_EQ(ct["args"], json::array({"--fast"}));
+    EXPECT_EQ(ct["workingDir"], "/app");
+    EXPECT_EQ(ct["resources"]["limits"]["nvidia.com/gpu"], 1);
+    const Env env = pod_env(pod, c);
+    EXPECT_EQ(env.at("RANK"), std::to_string(2 + c));
+    EXPECT_EQ(env.at("LOCAL_RANK"), std::to_string(c));
+    EXPECT_EQ(env.at("LOCAL_WORLD_SIZE"), "2");
+    EXPECT_EQ(env.at("WORLD_SIZE"), "4");
+    EXPECT_EQ(env.at("LOG_LEVEL"), "debug");
+    EXPECT_EQ(env.at("TORCHELASTIC_USE_AGENT_STORE"), "True");
+    EXPECT_EQ(env.at("TRAINBENCH_STORE"),
+              master_address("ours", "team", 0) + ":" + std::to_string(master_port(job)));
+    EXPECT_EQ(env.at("MASTER_ADDR"), master_address("ours", "team", 0)) << "the store env:// connects to";
+    EXPECT_TRUE(json::parse(env.at("TRAINBENCH_RUN_CONFIG")).contains("program"));
+    EXPECT_EQ(ct["securityContext"]["runAsNonRoot"], true);
+  }
+  bool shm = false;
+  for (const auto& v : pod["spec"]["volumes"]) shm = shm || (v["name"] == "dshm" && v["emptyDir"]["medium"] == "Memory");
+  EXPECT_TRUE(shm) << pod["spec"]["volumes"].dump();
+  // The master runs trainbench's worker image (it serves the store and reads the records).
+  EXPECT_EQ(master_pod(job, run, 0)["spec"]["containers"][0]["image"],
+            PodTemplate::default_worker_image(Device::kCuda));
+}
 
 }  // namespace
 }  // namespace trainbench::op
