@@ -34,6 +34,7 @@
 #include "cli/interrupt.hpp"
 #include "cli/program_launch.hpp"
 #include "core/failure_text.hpp"
+#include "core/atomic_file.hpp"
 #include "core/hang.hpp"
 #include "core/run_result.hpp"
 
@@ -602,6 +603,8 @@ void settle_outcome(const RunConfig& run, const LocalExecutorOptions& opts, cons
     // Every rank exited 0 and the result goes elsewhere (node-launch: rank 0 hands it to the master).
   } else if (run.program) {
     out.outcome = read_program_result(run, fs::path(result_file).parent_path().string());
+    // The run's result beside the ranks' records, as the built-in worker's rank 0 writes it.
+    if (out.outcome.result) write_file_atomically(result_file, to_json(*out.outcome.result).dump(1) + "\n");
     if (!out.outcome.result) {
       out.failed_rank = failed_rank_of(out.outcome.error);
       for (const Child& c : children) {

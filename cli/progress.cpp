@@ -93,7 +93,7 @@ void ProgressDisplay::update(const ProgressUpdate& p) {
 void ProgressDisplay::end(const std::string& status) {
   if (!active_) return;
   std::string line = "run " + std::to_string(run_.number) + "/" + std::to_string(run_.count) + " [" + run_.label +
-                     " " + run_.model + "]";
+                     (run_.model.empty() ? "" : " " + run_.model) + "]";
   if (!status.empty()) line += " " + status;
   emit(line, true);
   active_ = false;

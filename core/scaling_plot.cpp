@@ -28,6 +28,8 @@ constexpr const char* kInkColor = "#222222";
 struct PlotPoint {
   int run = 0;
   Paradigm paradigm = Paradigm::kDdp;
+  std::string workload;  ///< the run's workload ("" in a job without workloads)
+  int series = 0;        ///< index into PlotData::series
   double devices = 1;
   double throughput = 0;  ///< p50 examples/s
   double slowest = 0;     ///< the slowest and the fastest repeat's p50 examples/s
@@ -36,7 +38,7 @@ struct PlotPoint {
   std::optional<double> speedup;
   std::string name;             ///< "2 CPUs -- 1M/2G"
   std::string label;            ///< "1M/2G"
-  bool shares_devices = false;  ///< another point of its paradigm has as many devices
+  bool shares_devices = false;  ///< another point of its series has as many devices
   /// Spread bars of points on as many devices stand side by side: this one's offset, pixels.
   double bar_offset = 0;
 };
@@ -48,9 +50,19 @@ struct FailedRun {
   std::string error;
 };
 
+/// One line of the plot: a paradigm's runs, or in a job with workloads a workload's runs (its
+/// "no ddp" one-device run and its DDP runs on one line, as its speedups are).
+struct Series {
+  Paradigm paradigm = Paradigm::kDdp;
+  std::string workload;
+  std::string color;
+  std::string legend;
+};
+
 struct PlotData {
-  std::vector<PlotPoint> points;    ///< by paradigm (the paradigm table's order), devices, index
-  std::vector<Paradigm> paradigms;  ///< the paradigms with points, in that order
+  std::vector<PlotPoint> points;  ///< by series, devices, index
+  std::vector<Series> series;     ///< the lines: paradigms in the paradigm table's order, or
+                                  ///< workloads in the report's order
   std::vector<FailedRun> failed;
   std::optional<PlotPoint> baseline;
   double max_devices = 1;
@@ -79,10 +91,18 @@ const char* paradigm_color(Paradigm p) {
 
 std::string paradigm_legend(Paradigm p) { return p == Paradigm::kNone ? "none (no ddp)" : std::string(to_string(p)); }
 
+/// Okabe and Ito's palette by a series' position, for the lines of a job with workloads.
+const char* series_color(std::size_t i) {
+  static const char* const kColors[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#6A3D9A", "#D55E00", "#56B4E9"};
+  return kColors[i % (sizeof kColors / sizeof kColors[0])];
+}
+
+
 PlotPoint plot_point(const RunReport& r, int index) {
   PlotPoint p;
   p.run = index;
   p.paradigm = r.paradigm;
+  p.workload = r.workload;
   p.devices = r.world_size;
   p.throughput = p.slowest = p.fastest = r.examples_per_sec.p50;
   p.efficiency = r.efficiency;
@@ -113,15 +133,35 @@ PlotData collect(const Report& report) {
     d.points.push_back(plot_point(r, index));
     if (report.baseline_run == index) d.baseline = d.points.back();
   }
-  std::stable_sort(d.points.begin(), d.points.end(), [](const PlotPoint& a, const PlotPoint& b) {
+  // Workloads in the report's order (none: one), each by paradigm, then by devices.
+  std::vector<std::string> workloads;
+  for (const auto& r : report.runs) {
+    if (std::find(workloads.begin(), workloads.end(), r.workload) == workloads.end()) workloads.push_back(r.workload);
+  }
+  const auto workload_rank = [&workloads](const std::string& w) {
+    return std::find(workloads.begin(), workloads.end(), w) - workloads.begin();
+  };
+  std::stable_sort(d.points.begin(), d.points.end(), [&](const PlotPoint& a, const PlotPoint& b) {
+    if (a.workload != b.workload) return workload_rank(a.workload) < workload_rank(b.workload);
+    if (!a.workload.empty()) return a.devices < b.devices;  // a workload is one line, its paradigms joined
     return a.paradigm != b.paradigm ? a.paradigm < b.paradigm : a.devices < b.devices;
   });
   for (std::size_t i = 0; i < d.points.size(); ++i) {
     PlotPoint& p = d.points[i];
-    if (d.paradigms.empty() || d.paradigms.back() != p.paradigm) d.paradigms.push_back(p.paradigm);
+    const bool same_series = !d.series.empty() && d.series.back().workload == p.workload &&
+                             (!p.workload.empty() || d.series.back().paradigm == p.paradigm);
+    if (!same_series) {
+      d.series.push_back({p.paradigm, p.workload,
+                          p.workload.empty() ? paradigm_color(p.paradigm) : series_color(d.series.size()),
+                          p.workload.empty() ? paradigm_legend(p.paradigm) : p.workload});
+    }
+    p.series = static_cast<int>(d.series.size()) - 1;
+  }
+  for (std::size_t i = 0; i < d.points.size(); ++i) {
+    PlotPoint& p = d.points[i];
     int same = 0, before = 0;
     for (std::size_t j = 0; j < d.points.size(); ++j) {
-      p.shares_devices |= j != i && d.points[j].paradigm == p.paradigm && d.points[j].devices == p.devices;
+      p.shares_devices |= j != i && d.points[j].series == p.series && d.points[j].devices == p.devices;
       same += d.points[j].devices == p.devices ? 1 : 0;
       before += j < i && d.points[j].devices == p.devices ? 1 : 0;
     }
@@ -279,6 +319,7 @@ PlotBox around(double x, double y, double r) { return {x - r, y - r, x + r, y + 
 /// What hovering a point says: the run and all its numbers the plot shows.
 std::string tooltip(const PlotPoint& pt) {
   std::string t = pt.name + " (" + std::string(to_string(pt.paradigm)) + "): p50 " + fmt_rate(pt.throughput);
+  if (!pt.workload.empty()) t = pt.name + ": p50 " + fmt_rate(pt.throughput);  // the name says the workload
   if (pt.fastest > pt.slowest) t += ", repeats " + fmt_rate(pt.slowest) + " to " + fmt_rate(pt.fastest);
   if (pt.speedup) t += "; speedup " + printf_str("%.2fx", *pt.speedup);
   if (pt.efficiency) t += ", efficiency " + printf_str("%.1f%%", *pt.efficiency * 100);
@@ -293,10 +334,10 @@ struct Placed {
   double x, y;
 };
 
-std::vector<Placed> place_series(const Panel& p, const PlotData& d, Paradigm par, const ValueOf& value) {
+std::vector<Placed> place_series(const Panel& p, const PlotData& d, int series, const ValueOf& value) {
   std::vector<Placed> placed;
   for (const auto& pt : d.points) {
-    if (pt.paradigm == par && value(pt)) placed.push_back({&pt, p.x.map(pt.devices), p.y.map(*value(pt))});
+    if (pt.series == series && value(pt)) placed.push_back({&pt, p.x.map(pt.devices), p.y.map(*value(pt))});
   }
   return placed;
 }
@@ -327,16 +368,18 @@ void draw_spread(SvgWriter& w, const Panel& p, const PlotPoint& pt, double x, co
                   {"fill", "none"}});
 }
 
-/// Each paradigm's points joined in order of devices; `value` is nullopt where a point has none.
+/// Each series' points joined in order of devices; `value` is nullopt where a point has none.
 /// Returns the values to label.
 std::vector<ValueLabel> draw_series(SvgWriter& w, const Panel& p, const PlotData& d, const ValueOf& value,
                                     const std::function<std::string(double)>& value_text, bool spread,
                                     LabelPlacer& placer) {
   std::vector<ValueLabel> labels;
-  for (const Paradigm par : d.paradigms) {
-    const std::string color = paradigm_color(par), name(to_string(par));
-    const std::vector<Placed> series = place_series(p, d, par, value);
-    w.open("g", {{"class", "series"}, {"data-paradigm", name}, {"fill", color}});
+  for (std::size_t s = 0; s < d.series.size(); ++s) {
+    const std::string color = d.series[s].color, name(to_string(d.series[s].paradigm));
+    const std::vector<Placed> series = place_series(p, d, static_cast<int>(s), value);
+    SvgAttrs group{{"class", "series"}, {"data-paradigm", name}, {"fill", color}};
+    if (!d.series[s].workload.empty()) group.emplace_back("data-workload", d.series[s].workload);
+    w.open("g", group);
     const std::vector<Placed> fastest = fastest_per_device_count(series);
     if (fastest.size() > 1) {
       std::string line;
@@ -364,7 +407,7 @@ std::vector<ValueLabel> draw_series(SvgWriter& w, const Panel& p, const PlotData
                         {"stroke-width", 1.5}});
       w.text_element("title", {}, tooltip(pt));
       w.close();
-      // Two runs of a paradigm on as many devices (1M/2G, 2M/1G): the label says which is which.
+      // Two runs of a series on as many devices (1M/2G, 2M/1G): the label says which is which.
       labels.push_back(
           {series[i].x, series[i].y, value_text(*value(pt)) + (pt.shares_devices ? " " + pt.label : ""), color});
       placer.avoid(around(series[i].x, series[i].y, 6));
@@ -487,24 +530,24 @@ void draw_message(SvgWriter& w, const Panel& p, const std::string& message) {
 /// One entry of the legend: what a mark means.
 struct LegendEntry {
   std::string kind;  ///< series | baseline | ideal | target | spread | failed
-  Paradigm paradigm = Paradigm::kNone;
+  const Series* series = nullptr;  ///< kind series: the line
   std::string text;
 };
 
 std::vector<LegendEntry> legend_entries(const Report& r, const PlotData& d) {
   std::vector<LegendEntry> entries;
-  for (const Paradigm p : d.paradigms) entries.push_back({"series", p, paradigm_legend(p)});
+  for (const Series& s : d.series) entries.push_back({"series", &s, s.legend});
   if (d.baseline) {
-    entries.push_back({"baseline", d.baseline->paradigm, "baseline run (" + d.baseline->name + ")"});
-    entries.push_back({"ideal", Paradigm::kNone, "ideal: linear from the baseline"});
+    entries.push_back({"baseline", nullptr, "baseline run (" + d.baseline->name + ")"});
+    entries.push_back({"ideal", nullptr, "ideal: linear from the baseline"});
     if (r.efficiency_target) {
-      entries.push_back({"target", Paradigm::kNone, "efficiency target " + percent(*r.efficiency_target)});
+      entries.push_back({"target", nullptr, "efficiency target " + percent(*r.efficiency_target)});
     }
   }
   if (std::any_of(d.points.begin(), d.points.end(), [](const PlotPoint& p) { return p.fastest > p.slowest; })) {
-    entries.push_back({"spread", Paradigm::kNone, "bar: slowest to fastest repeat"});
+    entries.push_back({"spread", nullptr, "bar: slowest to fastest repeat"});
   }
-  if (!d.failed.empty()) entries.push_back({"failed", Paradigm::kNone, "failed run (no numbers)"});
+  if (!d.failed.empty()) entries.push_back({"failed", nullptr, "failed run (no numbers)"});
   return entries;
 }
 
@@ -527,7 +570,7 @@ std::vector<std::pair<double, int>> legend_layout(const std::vector<LegendEntry>
 
 void draw_legend_sample(SvgWriter& w, const LegendEntry& e, double x, double y) {
   if (e.kind == "series") {
-    const std::string c = paradigm_color(e.paradigm);
+    const std::string c = e.series->color;
     w.leaf("line", {{"x1", x}, {"y1", y}, {"x2", x + 24}, {"y2", y}, {"stroke", c}, {"stroke-width", 2.5}});
     w.leaf("circle",
            {{"cx", x + 12}, {"cy", y}, {"r", 5.0}, {"fill", c}, {"stroke", "#FFFFFF"}, {"stroke-width", 1.5}});
@@ -562,7 +605,10 @@ void draw_legend(SvgWriter& w, const std::vector<LegendEntry>& entries, double w
     const LegendEntry& e = entries[i];
     const double x = at[i].first, y = top + 20.0 * at[i].second;
     SvgAttrs attrs{{"class", "legend-entry"}, {"data-kind", e.kind}};
-    if (e.kind == "series") attrs.emplace_back("data-paradigm", std::string(to_string(e.paradigm)));
+    if (e.kind == "series") {
+      attrs.emplace_back("data-paradigm", std::string(to_string(e.series->paradigm)));
+      if (!e.series->workload.empty()) attrs.emplace_back("data-workload", e.series->workload);
+    }
     w.open("g", attrs);
     draw_legend_sample(w, e, x, y);
     w.text_element("text", {{"x", x + 30}, {"y", y + 4}}, e.text);

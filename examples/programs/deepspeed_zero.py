@@ -3,12 +3,13 @@
 
 The built-in worker's mlp (sizes from TRAINBENCH_RUN_CONFIG's "mlp"), synthetic data made once per
 rank, cross-entropy and Adam (betas 0.9 / 0.999, eps 1e-8, the built-in zero paradigm's optimizer
-and learningRate; DeepSpeed's "torch_adam": torch.optim.Adam, so no DeepSpeed op is built for it),
-trained by a DeepSpeed engine with ZeRO stage --stage: 1 shards Adam's state over the ranks (as
-the built-in `zero` does), 2 also its gradients (reduce-scattered). Against the built-in `zero` in
-one report (examples/deepspeed-zero.yaml). gloo on the CPU (DeepSpeed's CPU accelerator when no
-GPU is found); nccl with one GPU per rank when the config's device is cuda. Needs deepspeed: the
-venv of scripts/python-torch.sh has 0.19.8 (scripts/torch/deepspeed-requirements.txt).
+and learningRate; DeepSpeed's "torch_adam" with "adam_w_mode" false: torch.optim.Adam, so no
+DeepSpeed op is built for it and no weight decay is added), trained by a DeepSpeed engine with
+ZeRO stage --stage: 1 shards Adam's state over the ranks (as the built-in `zero` does), 2 also
+its gradients (reduce-scattered). Against the built-in `zero` in one report
+(examples/deepspeed-zero.yaml). gloo on the CPU (DeepSpeed's CPU accelerator when no GPU is
+found); nccl with one GPU per rank when the config's device is cuda. Needs deepspeed: the venv of
+scripts/python-torch.sh has 0.19.8 (scripts/torch/deepspeed-requirements.txt).
 
 On the CPU, deepspeed.init_distributed compiles a small shared-memory comm op with g++ the first
 time (about a minute; torch's JIT extensions, cached in $TORCH_EXTENSIONS_DIR). When that variable
@@ -74,8 +75,11 @@ def main():
         "train_micro_batch_size_per_gpu": batch,
         "gradient_accumulation_steps": 1,
         "zero_optimization": {"stage": args.stage},
+        # torch_adam: torch.optim.Adam (DeepSpeed's FusedAdam / CPUAdam would be compiled first);
+        # adam_w_mode false: DeepSpeed's "Adam" is AdamW (weight decay 0.01) unless told otherwise.
         "optimizer": {"type": "Adam", "params": {"lr": float(config["learningRate"]), "betas": [0.9, 0.999],
-                                                 "eps": 1e-8, "torch_adam": True}},
+                                                 "eps": 1e-8, "weight_decay": 0.0, "torch_adam": True,
+                                                 "adam_w_mode": False}},
         "steps_per_print": 1 << 30,  # no DeepSpeed progress lines in the rank's log
     }
     engine, opt, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=ds_config)
