@@ -27,7 +27,7 @@ program_job "$JOB" "$REPO/examples/programs/python_ddp.py" 60 | kc apply -f - >/
 wait_for 400 phase_is "$JOB" Succeeded ||
   fail "job not Succeeded: $(kc get bj "$JOB" -o jsonpath='{.status}') $(kc get pods -o wide)"
 report=$(kc get bj "$JOB" -o jsonpath='{.status.report}')
-echo "$report" | jq -c '.runs[] | {label, workload, phase, speedupBaselineRun, sec: .secPerIter.p50, ranks: (.ranks | length)}'
+echo "$report" | jq -c '.runs[] | {label: .label, workload, phase, speedupBaselineRun, sec: .secPerIter.p50, ranks: (.ranks | length)}'
 [ "$(jq '.runs | length' <<<"$report")" = 4 ] || fail "report runs: $report"
 jq -e '.runs[2].workload == "python-ddp" and .runs[2].program == true and .runs[3].label == "python-ddp 1M/2G"' \
   <<<"$report" >/dev/null || fail "program rows: $(jq -c '.runs[2:]' <<<"$report")"
