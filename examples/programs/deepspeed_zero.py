@@ -28,24 +28,11 @@ Usage (in a BenchmarkJob workload): command: [python3, examples/programs/deepspe
 """
 import argparse
 import os
-import sys
 
-import torch
-import torch.distributed as dist
 import torch.nn as nn
 
+from _common import finish_rank, make_model, setup_rank, sync, synthetic_batch
 from trainbench_probe import Probe
-
-
-def make_mlp(config):
-    mlp = config["mlp"]
-    sizes = [mlp["inputSize"]] + list(mlp["hiddenSizes"]) + [mlp["numClasses"]]
-    layers = []
-    for i in range(len(sizes) - 1):
-        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
-        if i + 2 < len(sizes):
-            layers.append(nn.ReLU())
-    return nn.Sequential(*layers), sizes[0], sizes[-1]
 
 
 def main():
@@ -55,24 +42,16 @@ def main():
     args = p.parse_args()
 
     probe = Probe()  # first: the run shows this rank starting while deepspeed compiles its op
-    config = probe.config
     if not os.environ.get("TORCH_EXTENSIONS_DIR"):
         os.environ["TORCH_EXTENSIONS_DIR"] = os.path.expanduser("~/.cache/trainbench/torch_extensions")
     import deepspeed  # after TORCH_EXTENSIONS_DIR: its op builders read it
 
-    torch.set_num_threads(int(config["threadsPerProcess"]))
-    torch.manual_seed(int(config["seed"]))  # the same initial model on every rank
-    cuda = config["device"] == "cuda"
-    device = torch.device("cuda", probe.local_rank) if cuda else torch.device("cpu")
-    if cuda:
-        torch.cuda.set_device(device)
-    # env://: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE; the run's backend (gloo on the CPU, nccl on GPUs)
-    deepspeed.init_distributed(dist_backend=config.get("backend") or ("nccl" if cuda else "gloo"))
-    model, inputs, classes = make_mlp(config)
+    config, device, backend = setup_rank(probe)
+    deepspeed.init_distributed(dist_backend=backend)  # env://: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
+    model, inputs, classes = make_model("mlp", config)
     parameter_count = sum(t.numel() for t in model.parameters())  # the full model's
-    batch = probe.batch_size
     ds_config = {
-        "train_micro_batch_size_per_gpu": batch,
+        "train_micro_batch_size_per_gpu": probe.batch_size,
         "gradient_accumulation_steps": 1,
         "zero_optimization": {"stage": args.stage},
         # torch_adam: torch.optim.Adam (DeepSpeed's FusedAdam / CPUAdam would be compiled first);
@@ -84,9 +63,7 @@ def main():
     }
     engine, opt, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=ds_config)
     loss_fn = nn.CrossEntropyLoss()
-    g = torch.Generator().manual_seed(int(config["seed"]) * 1000003 + probe.rank)
-    x = torch.randn(batch, inputs, generator=g).to(engine.device)
-    y = torch.randint(0, classes, (batch,), generator=g).to(engine.device)
+    x, y = synthetic_batch(probe, inputs, classes, device)
 
     for _ in probe.steps():
         with probe.step():
@@ -96,17 +73,12 @@ def main():
             engine.backward(loss)
             probe.phase("optimizer")  # Adam on this rank's partition, then all-gathers the parameters
             engine.step()  # zeroes the gradients
-            if cuda:
-                torch.cuda.synchronize()
+            sync(device)
             probe.loss(loss)
     inner = getattr(opt, "optimizer", opt)  # ZeRO's optimizer wraps torch.optim.Adam over this rank's partition
     state = sum(v.numel() * v.element_size() for s in inner.state.values() for k, v in s.items()
-                if torch.is_tensor(v) and k != "step")
-    probe.finish(parameter_count=parameter_count, optimizer_state_bytes=state)
-    dist.barrier()
-    # No destroy_process_group(): gloo's teardown can deadlock at exit (bench/pytorch_ddp.py).
-    sys.stdout.flush()
-    os._exit(0)
+                if hasattr(v, "numel") and k != "step")
+    finish_rank(probe, parameter_count=parameter_count, optimizer_state_bytes=state)
 
 
 if __name__ == "__main__":

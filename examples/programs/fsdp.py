@@ -18,26 +18,14 @@ compare its step times instead.
 Usage (in a BenchmarkJob workload): command: [python3, examples/programs/fsdp.py]
 """
 import argparse
-import os
-import sys
 
 import torch
 import torch.distributed as dist
 import torch.nn as nn
 from torch.distributed.fsdp import fully_shard
 
+from _common import finish_rank, make_model, setup_rank, sync, synthetic_batch
 from trainbench_probe import Probe
-
-
-def make_mlp(config):
-    mlp = config["mlp"]
-    sizes = [mlp["inputSize"]] + list(mlp["hiddenSizes"]) + [mlp["numClasses"]]
-    layers = []
-    for i in range(len(sizes) - 1):
-        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
-        if i + 2 < len(sizes):
-            layers.append(nn.ReLU())
-    return nn.Sequential(*layers), sizes[0], sizes[-1]
 
 
 def local_bytes(t):
@@ -55,16 +43,9 @@ def main():
     args = p.parse_args()
 
     probe = Probe()
-    config = probe.config
-    torch.set_num_threads(int(config["threadsPerProcess"]))
-    torch.manual_seed(int(config["seed"]))  # the same initial model on every rank
-    cuda = config["device"] == "cuda"
-    device = torch.device("cuda", probe.local_rank) if cuda else torch.device("cpu")
-    if cuda:
-        torch.cuda.set_device(device)
-    # env://: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE; the run's backend (gloo on the CPU, nccl on GPUs)
-    dist.init_process_group(config.get("backend") or ("nccl" if cuda else "gloo"))
-    model, inputs, classes = make_mlp(config)
+    config, device, backend = setup_rank(probe)
+    dist.init_process_group(backend)  # env://: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
+    model, inputs, classes = make_model("mlp", config)
     model = model.to(device)
     parameter_count = sum(t.numel() for t in model.parameters())  # the full model's, before sharding
     reshard = args.reshard_after_forward == "true"
@@ -75,10 +56,7 @@ def main():
     opt = torch.optim.Adam(model.parameters(), lr=float(config["learningRate"]),
                            betas=(0.9, 0.999), eps=1e-8)
     loss_fn = nn.CrossEntropyLoss()
-    g = torch.Generator().manual_seed(int(config["seed"]) * 1000003 + probe.rank)
-    batch = probe.batch_size
-    x = torch.randn(batch, inputs, generator=g).to(device)
-    y = torch.randint(0, classes, (batch,), generator=g).to(device)
+    x, y = synthetic_batch(probe, inputs, classes, device)
 
     for _ in probe.steps():
         with probe.step():
@@ -89,16 +67,11 @@ def main():
             loss.backward()
             probe.phase("optimizer")  # Adam on this rank's shards only
             opt.step()
-            if cuda:
-                torch.cuda.synchronize()
+            sync(device)
             probe.loss(loss)
     state = sum(local_bytes(v) for s in opt.state.values() for k, v in s.items()
                 if torch.is_tensor(v) and k != "step")
-    probe.finish(parameter_count=parameter_count, optimizer_state_bytes=state)
-    dist.barrier()
-    # No destroy_process_group(): gloo's teardown can deadlock at exit (bench/pytorch_ddp.py).
-    sys.stdout.flush()
-    os._exit(0)
+    finish_rank(probe, parameter_count=parameter_count, optimizer_state_bytes=state)
 
 
 if __name__ == "__main__":

@@ -13,28 +13,13 @@ Usage (in a BenchmarkJob workload): command: [python3, examples/programs/python_
                                     args: [--model, mlp]
 """
 import argparse
-import os
-import sys
 
 import torch
 import torch.distributed as dist
 import torch.nn as nn
 
+from _common import finish_rank, make_model, setup_rank, sync, synthetic_batch
 from trainbench_probe import Probe
-
-
-def make_model(name, config):
-    if name == "mlp":
-        mlp = config["mlp"]
-        sizes = [mlp["inputSize"]] + list(mlp["hiddenSizes"]) + [mlp["numClasses"]]
-        layers = []
-        for i in range(len(sizes) - 1):
-            layers.append(nn.Linear(sizes[i], sizes[i + 1]))
-            if i + 2 < len(sizes):
-                layers.append(nn.ReLU())
-        return nn.Sequential(*layers), sizes[0], sizes[-1]
-    import torchvision.models as tvm
-    return getattr(tvm, name)(), None, 1000
 
 
 def main():
@@ -44,25 +29,15 @@ def main():
     args = p.parse_args()
 
     probe = Probe()
-    config = probe.config
-    torch.set_num_threads(int(config["threadsPerProcess"]))
-    torch.manual_seed(int(config["seed"]))
-    cuda = config["device"] == "cuda"
-    device = torch.device("cuda", probe.local_rank) if cuda else torch.device("cpu")
-    if cuda:
-        torch.cuda.set_device(device)
-    dist.init_process_group("nccl" if cuda else "gloo")  # env://: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
+    config, device, backend = setup_rank(probe)
+    dist.init_process_group(backend)  # env://: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE
     model, inputs, classes = make_model(args.model, config)
     model = model.to(device)
     ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb,
-                                              device_ids=[probe.local_rank] if cuda else None)
+                                              device_ids=[probe.local_rank] if device.type == "cuda" else None)
     opt = torch.optim.SGD(ddp.parameters(), lr=float(config["learningRate"]), momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
-    g = torch.Generator().manual_seed(int(config["seed"]) * 1000003 + probe.rank)
-    batch = probe.batch_size
-    shape = (batch, inputs) if inputs else (batch, 3, int(config["imageSize"]), int(config["imageSize"]))
-    x = torch.randn(*shape, generator=g).to(device)
-    y = torch.randint(0, classes, (batch,), generator=g).to(device)
+    x, y = synthetic_batch(probe, inputs, classes, device)
 
     for _ in probe.steps():
         with probe.step():
@@ -73,17 +48,11 @@ def main():
             loss.backward()
             probe.phase("optimizer")
             opt.step()
-            if cuda:
-                torch.cuda.synchronize()
+            sync(device)
             probe.loss(loss)
-    params = sum(t.numel() for t in model.parameters())
     momentum = sum(s["momentum_buffer"].numel() * s["momentum_buffer"].element_size()
                    for s in opt.state.values() if s.get("momentum_buffer") is not None)
-    probe.finish(parameter_count=params, optimizer_state_bytes=momentum)
-    dist.barrier()
-    # No destroy_process_group(): gloo's teardown can deadlock at exit (bench/pytorch_ddp.py).
-    sys.stdout.flush()
-    os._exit(0)
+    finish_rank(probe, parameter_count=sum(t.numel() for t in model.parameters()), optimizer_state_bytes=momentum)
 
 
 if __name__ == "__main__":
