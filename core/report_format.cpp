@@ -8,6 +8,7 @@
 #include "core/compare.hpp"
 #include "core/hybrid_ps_report.hpp"
 #include "core/report_notes.hpp"
+#include "core/report_workloads.hpp"
 #include "core/straggler.hpp"
 #include "core/text_cells.hpp"
 
@@ -421,6 +422,7 @@ std::string format_report(const Report& report) {
   throughput_table(os, runs, w, notes);
   speedup_note(os, report);
   os << notes.text();
+  os << format_workloads_table(report);
   loss_block(os, runs, w);
   mfu_block(os, runs, w);
   utilization_block(os, runs, w);

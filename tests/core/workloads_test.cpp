@@ -9,6 +9,8 @@
 
 #include "core/program_record.hpp"
 #include "core/report.hpp"
+#include "core/report_format.hpp"
+#include "core/report_workloads.hpp"
 #include "core/spec_workloads.hpp"
 
 namespace trainbench {
@@ -229,6 +231,21 @@ TEST(WorkloadReport, TheDiffOfTwoWorkloadsMatchesShapes) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("its workloads: \"built-in\", \"python-ddp\""), std::string::npos) << e.what();
   }
+}
+
+TEST(WorkloadReport, TheWorkloadsSideBySide) {
+  const Report rep = mixed_report();
+  const std::string table = format_workloads_table(rep);
+  EXPECT_NE(table.find("built-in"), std::string::npos) << table;
+  EXPECT_NE(table.find("python-ddp"), std::string::npos) << table;
+  // one row per shape, each workload's p50 ex/sec and speedup (rank 1 steps 1% slower: 1.99x, 1.59x)
+  EXPECT_NE(table.find("1M/1G"), std::string::npos) << table;
+  const auto row = table.substr(table.find("1M/2G"));
+  EXPECT_NE(row.find("199/s  1.99x"), std::string::npos) << table;
+  EXPECT_NE(row.find("39.8/s  1.59x"), std::string::npos) << table;
+  EXPECT_NE(format_report(rep).find("Workloads side by side"), std::string::npos);
+  // A report of one workload (or none) has no such table.
+  EXPECT_EQ(format_workloads_table(workload_report(rep, "built-in")), "");
 }
 
 }  // namespace
