@@ -11,6 +11,7 @@
 #include "core/report.hpp"
 #include "core/report_format.hpp"
 #include "core/report_workloads.hpp"
+#include "core/scaling_plot.hpp"
 #include "core/spec_workloads.hpp"
 
 namespace trainbench {
@@ -246,6 +247,22 @@ TEST(WorkloadReport, TheWorkloadsSideBySide) {
   EXPECT_NE(format_report(rep).find("Workloads side by side"), std::string::npos);
   // A report of one workload (or none) has no such table.
   EXPECT_EQ(format_workloads_table(workload_report(rep, "built-in")), "");
+}
+
+std::size_t count(const std::string& s, const std::string& part) {
+  std::size_t n = 0;
+  for (auto at = s.find(part); at != std::string::npos; at = s.find(part, at + 1)) ++n;
+  return n;
+}
+
+TEST(WorkloadReport, ThePlotDrawsOneLinePerWorkload) {
+  const std::string svg = scaling_plot_svg(mixed_report());
+  // two panels (throughput, efficiency) x one series per workload; the legend names each once
+  EXPECT_EQ(count(svg, "<g class=\"series\" data-paradigm=\"none\" fill=\"#0072B2\" data-workload=\"built-in\">"), 2u)
+      << "the built-in workload's no-ddp and ddp runs are one line";
+  EXPECT_EQ(count(svg, "data-workload=\"python-ddp\">"), 3u) << svg.substr(0, 2000);
+  EXPECT_EQ(count(svg, "class=\"series-line\""), 4u);
+  EXPECT_EQ(count(svg, "data-kind=\"series\""), 2u);
 }
 
 }  // namespace
