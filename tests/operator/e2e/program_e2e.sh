@@ -4,10 +4,13 @@
 # scripts/python-torch.sh) on the same sweep. Each program rank runs in a container of its own in
 # its node's trainer pod, rendezvouses on the master pod's store and hands its rank record to it;
 # the job's status report has both workloads' rows with speedups against their own one-device
-# run. Then a program that never creates its probe: the master names the silent ranks within
+# run. FSDP2 and DeepSpeed's ZeRO beside the built-in ZeRO, each rank holding part of Adam's
+# state. Then a program that never creates its probe: the master names the silent ranks within
 # the hang timeout, the job fails with reason Hang, and nothing of it is left running.
-# Before lib.sh, which gives the test a HOME (and so a cache) of its own.
+# Before lib.sh, which gives the test a HOME (and so a cache) of its own: DeepSpeed's compiled
+# op is kept under the real one.
 PY=$(bash "$REPO/scripts/python-torch.sh" --path) || { echo "FAIL: needs Python PyTorch: bash scripts/python-torch.sh" >&2; exit 1; }
+TORCH_EXTENSIONS=${TRAINBENCH_CACHE:-$HOME/.cache/trainbench}/torch_extensions
 source "$(dirname "$0")/lib.sh"
 start_cluster
 
@@ -37,6 +40,30 @@ jq -e '.runs[3].speedupBaselineRun == 2 and .runs[1].speedupBaselineRun == 0' <<
   fail "speedup baselines: $report"
 jq -e '.runs[3].framework | test("^torch 2\\.")' <<<"$report" >/dev/null || fail "framework: $(jq -c '.runs[3]' <<<"$report")"
 jq -e '.runs[3].lossEnd < .runs[3].lossStart' <<<"$report" >/dev/null || fail "python-ddp did not train"
+
+# FSDP2 and DeepSpeed's ZeRO beside the built-in ZeRO on 2 ranks (examples/fsdp.yaml and
+# examples/deepspeed-zero.yaml's programs): each rank holds part of Adam's state.
+JOB=sharded
+printf '%s\n' "apiVersion: trainbench.dev/v1alpha1" "kind: BenchmarkJob" "metadata: {name: $JOB}" "spec:" \
+  "  benchmark: {model: mlp, mlp: {inputSize: 64, hiddenSizes: [64], numClasses: 10}, optimizer: adam," \
+  "              batchSizePerDevice: 8, warmupSteps: 2, measureSteps: 5, repeats: 2, threadsPerProcess: 1}" \
+  "  sweep: [{nodes: 1, devicesPerNode: 2, paradigm: zero}]" "  template: {image: trainbench/worker:0.1.0}" \
+  "  runPolicy: {backoffLimit: 0, collectiveTimeoutSeconds: 300, hangTimeoutSeconds: 240}" \
+  "  workloads:" "    - name: built-in-zero" \
+  "    - {name: fsdp, program: {command: [\"$PY\", \"$REPO/examples/programs/fsdp.py\"], env: [{name: PYTHONPATH, value: \"$REPO/python\"}]}}" \
+  "    - name: deepspeed-zero1" "      program:" \
+  "        command: [\"$PY\", \"$REPO/examples/programs/deepspeed_zero.py\"]" \
+  "        env: [{name: PYTHONPATH, value: \"$REPO/python\"}, {name: TORCH_EXTENSIONS_DIR, value: \"$TORCH_EXTENSIONS\"}]" |
+  kc apply -f - >/dev/null || fail "sharded job not applied"
+wait_for 400 phase_is "$JOB" Succeeded ||
+  fail "sharded job not Succeeded: $(kc get bj "$JOB" -o jsonpath='{.status}')"
+report=$(kc get bj "$JOB" -o jsonpath='{.status.report}')
+echo "$report" | jq -c '.runs[] | {label: .label, phase, state: [.ranks[].optimizerStateBytes]}'
+# Adam's state of the whole mlp: 2 moments x (64 x 64 + 64 + 64 x 10 + 10) floats
+full=$((2 * (64 * 64 + 64 + 64 * 10 + 10) * 4))
+jq -e --argjson full "$full" '[.runs[] | .phase == "Succeeded" and (.ranks | length == 2) and
+  ([.ranks[].optimizerStateBytes] | all(. > 0 and . < $full))] | all' <<<"$report" >/dev/null ||
+  fail "sharded: every rank should hold part of Adam's state ($full bytes whole): $report"
 
 # A program that never creates its probe (stuck in its imports, say): named within the timeout.
 HANG=6
