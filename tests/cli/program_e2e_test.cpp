@@ -2,7 +2,8 @@
 // that use the probe library (python/trainbench_probe, pure Python: these need no PyTorch) or
 // misuse it. A program that measures itself gets the report's rows, straggler scores and its
 // communication split; a hostile one (never calls the probe, exits 0 without a record, prints
-// 100 MB, writes a malformed record, hangs before its first step or inside one) gets a failed
+// 100 MB, writes a malformed record, hangs before its first step or inside one, outlives the
+// deadline) gets a failed
 // run naming the rank and what was missing, within the hang or deadline bound, with nothing left
 // running.
 #include <gtest/gtest.h>
@@ -205,6 +206,21 @@ probe.finish()
   const std::string error = first_run().value("error", "");
   EXPECT_TRUE(contains(error, "backward of step 3")) << error;
   EXPECT_TRUE(contains(error, "all-reduce")) << error;
+}
+
+TEST_F(ProgramRun, TheDeadlineStopsAProgram) {
+  const double start = now_s();
+  const CliResult r = run(R"(
+import time
+from trainbench_probe import Probe
+probe = Probe()
+for _ in probe.steps():
+    with probe.step():
+        time.sleep(60)
+)",
+                          2, 4, 2, "  runPolicy: {activeDeadlineSeconds: 2}\n");
+  expect_failed(r, "run exceeded spec.runPolicy.activeDeadlineSeconds (2 s); all ranks were stopped");
+  EXPECT_LT(now_s() - start, 2 + 15) << "not within the deadline";
 }
 
 TEST_F(ProgramRun, ACommandThatIsNotThere) {
