@@ -3,9 +3,8 @@
 // misuse it. A program that measures itself gets the report's rows, straggler scores and its
 // communication split; a hostile one (never calls the probe, exits 0 without a record, prints
 // 100 MB, writes a malformed record, hangs before its first step or inside one, outlives the
-// deadline) gets a failed
-// run naming the rank and what was missing, within the hang or deadline bound, with nothing left
-// running.
+// deadline) gets a failed run naming the rank and what was missing, within the hang or deadline
+// bound, with nothing left running.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
