@@ -44,7 +44,11 @@ ImageConfig parse_inspect(const std::string& ref, const json& j) {
 bool owner_alive(const std::string& pid, const std::string& owner) {
   std::ifstream comm("/proc/" + pid + "/comm");
   std::string name;
-  return comm && std::getline(comm, name) && name == owner.substr(0, 15);
+  try {
+    return comm && std::getline(comm, name) && name == owner.substr(0, 15);
+  } catch (const std::ios_base::failure&) {  // the process ended while read (ESRCH): see process.cpp
+    return false;
+  }
 }
 
 }  // namespace

@@ -214,7 +214,15 @@ std::vector<std::pair<pid_t, pid_t>> process_parents() {
     const std::string name = entry.path().filename().string();
     if (name.empty() || !std::all_of(name.begin(), name.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) continue;
     std::ifstream in(entry.path() / "stat");
-    const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string stat;
+    try {
+      stat.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    } catch (const std::ios_base::failure&) {
+      // The process ended between the open and the read: read() fails with ESRCH, and
+      // libstdc++'s filebuf throws from underflow even without exceptions() set (a soak once
+      // aborted the agent so: "basic_filebuf::underflow error reading the file: No such process").
+      continue;
+    }
     const auto close = stat.rfind(')');
     if (close == std::string::npos) continue;  // the process ended in between
     std::istringstream rest(stat.substr(close + 1));
