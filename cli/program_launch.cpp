@@ -16,11 +16,6 @@
 namespace trainbench {
 namespace {
 
-bool is_executable_file(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
-}
-
 /// The file's text, or nullopt when it does not exist; at most `max` bytes plus one are read
 /// (so that a larger file is seen to be larger).
 std::optional<std::string> read_bounded(const std::string& path, std::size_t max) {
@@ -33,6 +28,11 @@ std::optional<std::string> read_bounded(const std::string& path, std::size_t max
 }
 
 }  // namespace
+
+bool is_executable_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
 
 std::string rank_record_file(const std::string& run_dir, int rank) {
   return run_dir + "/rank-" + std::to_string(rank) + ".record.json";

@@ -12,6 +12,9 @@
 
 namespace trainbench {
 
+/// A regular file this process may execute.
+bool is_executable_file(const std::string& path);
+
 /// Rank R's record file under the run directory (TRAINBENCH_RANK_RECORD_FILE).
 std::string rank_record_file(const std::string& run_dir, int rank);
 

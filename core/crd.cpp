@@ -8,6 +8,7 @@
 #include "core/job_status.hpp"
 #include "core/master_ports.hpp"
 #include "core/spec.hpp"
+#include "core/spec_workloads.hpp"
 #include "core/text_cells.hpp"
 #include "core/yaml_json.hpp"
 
@@ -447,11 +448,7 @@ json workloads_schema() {
                             {"value", bounded_string_t(kMaxEnvValueLength)}},
                            {"name"});
   std::string reserved;
-  for (const char* n : {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK",
-                        "GROUP_RANK", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TORCHELASTIC_USE_AGENT_STORE",
-                        "TORCHELASTIC_RESTART_COUNT"}) {
-    reserved += std::string(reserved.empty() ? "" : ", ") + "'" + n + "'";
-  }
+  for (const std::string& n : executor_variable_names()) reserved += (reserved.empty() ? "'" : ", '") + n + "'";
   env_item["x-kubernetes-validations"] = json::array(
       {cel("!(self.name in [" + reserved + "]) && !self.name.startsWith('TRAINBENCH_')",
            "a program's env may not set a variable trainbench sets for every rank (the torchrun environment, "

@@ -1,6 +1,9 @@
 #include "core/spec_messages.hpp"
 
 #include <cstddef>
+#include <map>
+#include <mutex>
+#include <regex>
 #include <sstream>
 
 #include "core/spec_error.hpp"
@@ -44,6 +47,24 @@ std::string text_problem(const std::string& s, int max_length) {
     return "must be at most " + std::to_string(max_length) + " characters, got " + std::to_string(utf8_length(s));
   }
   return "";
+}
+
+/// `pattern` on `s`, only when `s` is at most `max_length` bytes: std::regex recurses once per
+/// character, so no pattern runs on unbounded text.
+bool matches(const std::string& s, const char* pattern, int max_length) {
+  if (s.size() > static_cast<std::size_t>(max_length)) return false;
+  // Compiled once per pattern (a std::regex costs ~400 us to build, a match well under 1 us).
+  // The patterns are core's constants, so the cache is bounded by their number.
+  static std::mutex mu;
+  static std::map<std::string, std::regex> compiled;
+  const std::regex* re = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = compiled.find(pattern);
+    if (it == compiled.end()) it = compiled.emplace(pattern, std::regex(pattern)).first;
+    re = &it->second;  // map nodes are stable; matching a const regex is thread-safe
+  }
+  return std::regex_match(s, *re);
 }
 
 }  // namespace trainbench::spec_messages

@@ -20,4 +20,8 @@ std::string fmt_number(double v);
 /// server's maxLength counts), else why not.
 std::string text_problem(const std::string& s, int max_length);
 
+/// `pattern` (a core constant) matches all of `s`, tried only when `s` is at most `max_length`
+/// bytes (std::regex recurses per character); each pattern is compiled once.
+bool matches(const std::string& s, const char* pattern, int max_length);
+
 }  // namespace trainbench::spec_messages

@@ -21,6 +21,7 @@ namespace {
 
 using spec_messages::fmt_number;
 using spec_messages::join_list;
+using spec_messages::matches;
 using spec_messages::one_of_message;
 using spec_messages::quote;
 using spec_messages::text_problem;
@@ -61,23 +62,6 @@ bool is_dns_label(const std::string& s) {
   return s.size() <= static_cast<std::size_t>(kMaxNamespaceLength) && std::regex_match(s, kLabel);
 }
 
-/// `pattern` on `s`, only when `s` is at most `max_length` bytes: std::regex recurses once per
-/// character, so no pattern runs on unbounded text.
-bool matches(const std::string& s, const char* pattern, int max_length) {
-  if (s.size() > static_cast<std::size_t>(max_length)) return false;
-  // Compiled once per pattern (a std::regex costs ~400 us to build, a match well under 1 us).
-  // The patterns are core's constants, so the cache is bounded by their number.
-  static std::mutex mu;
-  static std::map<std::string, std::regex> compiled;
-  const std::regex* re = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = compiled.find(pattern);
-    if (it == compiled.end()) it = compiled.emplace(pattern, std::regex(pattern)).first;
-    re = &it->second;  // map nodes are stable; matching a const regex is thread-safe
-  }
-  return std::regex_match(s, *re);
-}
 
 /// A label or annotation key: [DNS-subdomain prefix "/"] name (<= 63, alphanumerics with -_. inside).
 bool is_qualified_name(const std::string& key) {

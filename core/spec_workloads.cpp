@@ -3,8 +3,6 @@
 #include "core/spec_workloads.hpp"
 
 #include <algorithm>
-#include <array>
-#include <regex>
 #include <set>
 
 #include "core/spec_messages.hpp"
@@ -13,12 +11,8 @@ namespace trainbench {
 namespace {
 
 using spec_messages::fmt_number;
+using spec_messages::matches;
 using spec_messages::quote;
-
-bool matches_pattern(const std::string& s, const char* pattern, int max_length) {
-  if (s.size() > static_cast<std::size_t>(max_length)) return false;
-  return std::regex_match(s, std::regex(pattern));
-}
 
 void check_program(const ProgramSpec& p, const std::string& path, std::vector<FieldError>& errors) {
   if (p.command.empty()) {
@@ -34,7 +28,7 @@ void check_program(const ProgramSpec& p, const std::string& path, std::vector<Fi
   for (std::size_t i = 0; i < p.env.size(); ++i) {
     const std::string ep = path + ".env[" + std::to_string(i) + "].name";
     const std::string& name = p.env[i].name;
-    if (!matches_pattern(name, kEnvNamePattern, kMaxEnvNameLength)) {
+    if (!matches(name, kEnvNamePattern, kMaxEnvNameLength)) {
       errors.push_back({ep, "must be an environment variable name (letters, digits, '_'), got " + quote(name)});
     } else if (is_executor_variable(name)) {
       errors.push_back({ep, quote(name) + " is set for every rank by trainbench (the torchrun environment and "
@@ -80,14 +74,19 @@ const std::vector<std::string>& builtin_only_benchmark_fields() {
   return fields;
 }
 
+const std::vector<std::string>& executor_variable_names() {
+  static const std::vector<std::string> names{"MASTER_ADDR",      "MASTER_PORT",     "WORLD_SIZE",
+                                              "RANK",             "LOCAL_RANK",      "LOCAL_WORLD_SIZE",
+                                              "NODE_RANK",        "GROUP_RANK",      "OMP_NUM_THREADS",
+                                              "OPENBLAS_NUM_THREADS", "TORCHELASTIC_USE_AGENT_STORE",
+                                              "TORCHELASTIC_RESTART_COUNT"};
+  return names;
+}
+
 bool is_executor_variable(const std::string& name) {
-  static const std::array<const char*, 12> kNames{"MASTER_ADDR",      "MASTER_PORT",     "WORLD_SIZE",
-                                                  "RANK",             "LOCAL_RANK",      "LOCAL_WORLD_SIZE",
-                                                  "NODE_RANK",        "GROUP_RANK",      "OMP_NUM_THREADS",
-                                                  "OPENBLAS_NUM_THREADS", "TORCHELASTIC_USE_AGENT_STORE",
-                                                  "TORCHELASTIC_RESTART_COUNT"};
   if (name.rfind("TRAINBENCH_", 0) == 0) return true;
-  return std::any_of(kNames.begin(), kNames.end(), [&name](const char* n) { return name == n; });
+  const auto& names = executor_variable_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 bool has_builtin_workload(const BenchmarkJob& job) {
@@ -104,7 +103,7 @@ std::vector<FieldError> validate_workloads(const BenchmarkJob& job) {
     const std::string path = "spec.workloads[" + std::to_string(i) + "]";
     if (w.name.empty()) {
       errors.push_back({path + ".name", "is required (it names the workload's rows in the report)"});
-    } else if (!matches_pattern(w.name, kWorkloadNamePattern, kMaxWorkloadNameLength)) {
+    } else if (!matches(w.name, kWorkloadNamePattern, kMaxWorkloadNameLength)) {
       errors.push_back({path + ".name", "must be a lowercase RFC 1123 label (a-z, 0-9, '-') of at most " +
                                             std::to_string(kMaxWorkloadNameLength) + " characters, got " +
                                             quote(w.name)});

@@ -18,6 +18,10 @@ const std::vector<std::string>& builtin_only_benchmark_fields();
 /// sweep <= kMaxRuns), and the built-in-only fields of a job of programs only.
 std::vector<FieldError> validate_workloads(const BenchmarkJob& job);
 
+/// The names every rank's executor sets besides those starting with TRAINBENCH_ (torchrun's,
+/// the thread counts, torchelastic's store flags): core's check and the CRD's CEL rule both use it.
+const std::vector<std::string>& executor_variable_names();
+
 /// True for the variables every rank gets from its executor (torchrun's, OMP/OPENBLAS threads,
 /// TRAINBENCH_*): a program's env may not set them.
 bool is_executor_variable(const std::string& name);
