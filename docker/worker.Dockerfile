@@ -54,8 +54,7 @@ RUN --mount=type=cache,id=trainbench-ccache,target=/root/.cache/ccache \
  && cmake --build build --target trainbench trainbench-worker \
  && install -D -s -m 0755 build/cli/trainbench /rootfs/usr/local/bin/trainbench \
  && install -D -s -m 0755 build/worker/trainbench-worker /rootfs/usr/local/bin/trainbench-worker \
- && mkdir -p /rootfs/usr/local/lib/trainbench \
- && bash scripts/torch.sh --libs "$TORCH_FLAVOUR" | xargs cp -L -t /rootfs/usr/local/lib/trainbench/
+ && bash scripts/torch.sh --libs "$TORCH_FLAVOUR" > /torch-libs.txt
 
 FROM ${RUNTIME_IMAGE}
 # Runtime libraries only (apt pulls their dependencies); libtorch_cpu carries its own BLAS (MKL).
@@ -68,8 +67,15 @@ RUN --mount=type=cache,id=trainbench-apt-archives,target=/var/cache/apt/archives
 # (/var/tmp and /run/lock made root's: nothing in the image is writable by its user but /tmp, where
 # every pod mounts an emptyDir; tests/images/image_checks.sh.)
 COPY --from=build /rootfs/usr/local/ /usr/local/
-# The binaries' RUNPATH names the build's cache; here the loader finds libtorch through ld.so.conf.
-RUN echo /usr/local/lib/trainbench > /etc/ld.so.conf.d/trainbench.conf && ldconfig
+# libtorch and the libraries it loads (scripts/torch.sh --libs: the cuda flavour's are 4 GB),
+# copied from the unpacked wheels in the cache mount straight into this stage rather than through
+# the build stage, which would hold a second copy until the build ends. The binaries' RUNPATH
+# names the build's cache; here the loader finds them through ld.so.conf.
+RUN --mount=type=cache,id=trainbench-torch,target=/root/.cache/trainbench/torch \
+    --mount=type=bind,from=build,source=/torch-libs.txt,target=/tmp/torch-libs.txt \
+    mkdir -p /usr/local/lib/trainbench \
+ && xargs -a /tmp/torch-libs.txt cp -L -t /usr/local/lib/trainbench/ \
+ && echo /usr/local/lib/trainbench > /etc/ld.so.conf.d/trainbench.conf && ldconfig
 # Fail the build when a library is missing rather than the first benchmark pod.
 RUN ! ldd /usr/local/bin/trainbench /usr/local/bin/trainbench-worker | grep 'not found'
 # The root filesystem is read-only in the pods; the operator mounts an emptyDir on /tmp.

@@ -133,6 +133,23 @@ share_cache() {
   echo "images.sh: cache mount $id is $host_dir"
 }
 
+# need_space NAME: stops with the free and the needed space when the build of image NAME would
+# fill the disk, rather than the commit's "no space left on device" minutes later. The need is
+# the measured peak of a build, rounded up (docs/install.md, "Images"): under vfs the image's
+# size two to three times over (the stage's root filesystem, the commit's blob, the stored layer)
+# and the build stage's.
+need_space() {
+  local name=$1 need_gb free_gb dir
+  case $name in operator) need_gb=1 ;; worker) need_gb=5 ;; *) need_gb=10 ;; esac
+  for dir in "$("${BUILDAH[@]}" info --format '{{.store.GraphRoot}}')" "${TMPDIR:-/var/tmp}"; do
+    free_gb=$(($(df -P -k "$dir" | awk 'NR == 2 {print $4}') / 1048576))
+    [ "$free_gb" -ge "$need_gb" ] || {
+      echo "images.sh: image $name needs about $need_gb GB free in $dir, has $free_gb GB" >&2
+      exit 1
+    }
+  done
+}
+
 # image NAME DOCKERFILE RUNTIME_BASE [BUILD-ARG...]: docker/DOCKERFILE.Dockerfile built as
 # trainbench/NAME with the project's version as its tag (NAME worker-cuda: trainbench/worker:VERSION-cuda).
 image() {
@@ -141,6 +158,10 @@ image() {
   for a in "$@"; do args+=(--build-arg "$a"); done
   tag=trainbench/$name:$VERSION
   [ "$name" != worker-cuda ] || tag=trainbench/worker:$VERSION-cuda
+  # With no layer cache the previous build of the tag serves nothing, and under vfs it is a full
+  # copy (the cuda worker's 4.3 GB): it goes first, so that a rebuild needs room for one image.
+  "${BUILDAH[@]}" rmi "$tag" >/dev/null 2>&1 || true
+  need_space "$name"
   timed "image $name" "${BUILDAH[@]}" bud --isolation chroot --pull=never --quiet \
     -f "docker/$file.Dockerfile" --ignorefile "docker/$file.Dockerfile.dockerignore" \
     --build-arg "BUILD_IMAGE=$BASE/debian:bookworm" --build-arg "RUNTIME_IMAGE=$runtime" "${args[@]}" \

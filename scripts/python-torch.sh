@@ -6,11 +6,13 @@
 # examples/programs/deepspeed_zero.py (scripts/torch/deepspeed-requirements.txt, the same way).
 # Not needed to build or test.
 #
-# The wheels are downloaded once into ${TRAINBENCH_CACHE:-$HOME/.cache/trainbench}/wheels/python
+# The wheels are downloaded into ${TRAINBENCH_CACHE:-$HOME/.cache/trainbench}/wheels/python
 # (about 2.8 GB: the default wheel is the CUDA build and `import torch` loads its nvidia-*
-# libraries even on a CPU; DeepSpeed and its dependencies add about 6 MB) and installed into
-# .../venv/torch-VERSION-HASH, HASH of both requirement files (a venv cannot move, so it is made
-# in place; .complete marks a finished one). DeepSpeed publishes only an sdist: that one source
+# libraries even on a CPU; DeepSpeed and its dependencies add about 6 MB; an interrupted download
+# resumes from what is there) and installed into .../venv/torch-VERSION-HASH, HASH of both
+# requirement files (a venv cannot move, so it is made in place; .complete marks a finished one).
+# The venv is the cache: once it is complete the downloads are deleted (2.9 GB that a machine
+# running the whole suite, images included, needs for other things; a new pin downloads again). DeepSpeed publishes only an sdist: that one source
 # package is allowed (hash-checked like the wheels) and built with the venv's own setuptools and
 # torch (--no-build-isolation, DS_BUILD_OPS=0: no op is compiled now; DeepSpeed compiles the few a
 # program needs on first use, with g++, into $TORCH_EXTENSIONS_DIR).
@@ -24,7 +26,9 @@ version=$(sed -n 's/^torch==\([^ ]*\) .*/\1/p' "$req")
 [ -n "$version" ] || { echo "python-torch: no torch==VERSION line in $req" >&2; exit 1; }
 cache="${TRAINBENCH_CACHE:-$HOME/.cache/trainbench}"
 dir="$cache/venv/torch-$version-$(cat "$req" "$dsreq" | sha256sum | cut -c1-12)"
-if [ -f "$dir/.complete" ]; then echo "$dir/bin/python"; exit 0; fi
+# The downloads (and what older versions of this script left there) once the venv is complete.
+clean_downloads() { rm -rf "$cache/wheels"; }
+if [ -f "$dir/.complete" ]; then clean_downloads; echo "$dir/bin/python"; exit 0; fi
 [ "${1:-}" != --path ] || { echo "python-torch: $dir not made (run scripts/python-torch.sh)" >&2; exit 1; }
 
 py=$(command -v python3) || { echo "python-torch: python3 is needed" >&2; exit 1; }
@@ -49,4 +53,5 @@ DS_BUILD_OPS=0 "$dir/bin/python" -m pip install --quiet --disable-pip-version-ch
 touch "$dir/.complete"
 # Other pins' venvs are not needed any more.
 for old in "$cache"/venv/torch-*; do [ "$old" = "$dir" ] || rm -rf "$old"; done
+clean_downloads
 echo "$dir/bin/python"
