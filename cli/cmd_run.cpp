@@ -194,6 +194,14 @@ ProgressRun progress_run(const RunConfig& run, std::size_t i, std::size_t count)
   return pr;
 }
 
+/// What the job's runs train, for the banner: its workloads' names, or the built-in model.
+std::string what_runs(const BenchmarkJob& job) {
+  if (job.workloads.empty()) return job.benchmark.model.empty() ? "all-reduce" : job.benchmark.model;
+  std::string names;
+  for (const WorkloadSpec& w : job.workloads) names += (names.empty() ? "" : ", ") + w.name;
+  return "workloads " + names;
+}
+
 /// Every run in order, one progress line each; stops at an interrupt.
 SweepOutcome run_sweep(const BenchmarkJob& job, const std::vector<RunConfig>& runs, const std::string& worker,
                        const RunsBase& base, ProgressDisplay& display) {
@@ -311,9 +319,9 @@ int cmd_run(const std::vector<std::string>& args) {
   }
   const std::optional<RunsBase> base = make_runs_base(req, job.metadata.name);
   if (!base) return kExitUsage;
-  std::string worker;
+  std::string worker;  // a job whose every workload is a program runs without trainbench-worker
   try {
-    worker = find_worker_binary();
+    if (has_builtin_workload(job)) worker = find_worker_binary();
   } catch (...) {
     if (base->temporary) ::rmdir(base->dir.c_str());
     throw;
@@ -324,8 +332,7 @@ int cmd_run(const std::vector<std::string>& args) {
   ProgressDisplay display(std::cerr, tty);
   fit_to_terminal(display, tty);
   std::cerr << "trainbench: job " << job.metadata.name << ": " << runs.size() << (runs.size() == 1 ? " run" : " runs")
-            << " of " << (job.benchmark.model.empty() ? "all-reduce" : job.benchmark.model) << " (worker " << worker
-            << ")\n";
+            << " of " << what_runs(job) << (worker.empty() ? "" : " (worker " + worker + ")") << "\n";
   const SweepOutcome sweep = run_sweep(job, runs, worker, *base, display);
 
   if (base->temporary && !sweep.any_kept) ::rmdir(base->dir.c_str());

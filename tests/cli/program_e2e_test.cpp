@@ -44,8 +44,10 @@ class ProgramRun : public ::testing::Test {
                         "}\n  sweep: [{nodes: 1, devicesPerNode: " + std::to_string(ranks) +
                         "}]\n  workloads:\n    - name: mine\n      program: {command: [/usr/bin/python3, " +
                         dir.file("train.py") + "]}\n" + extra);
+    // A job of programs only needs no trainbench-worker: the one named here does not exist.
     EnvChanges e{{"TRAINBENCH_TEST_MARKER", marker}, {"TMPDIR", dir.path()},
-                 {"PYTHONPATH", std::string(TRAINBENCH_SOURCE_DIR) + "/python"}};
+                 {"PYTHONPATH", std::string(TRAINBENCH_SOURCE_DIR) + "/python"},
+                 {"TRAINBENCH_WORKER", dir.file("no-such-worker")}};
     return run_cli({"run", job, "--json", dir.file("report.json"), "--keep-logs", dir.file("keep")}, e, dir.path(),
                    timeout);
   }
@@ -91,6 +93,7 @@ TEST_F(ProgramRun, ReportsAProgramThatUsesTheProbe) {
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "workload mine:")) << r.out;
   EXPECT_TRUE(contains(r.out, "mine 1M/2G")) << r.out;
+  EXPECT_TRUE(contains(r.err, "1 run of workloads mine\n")) << r.err;  // the banner names no worker
   const auto run = first_run();
   EXPECT_EQ(run["workload"], "mine");
   EXPECT_EQ(run["program"], true);
