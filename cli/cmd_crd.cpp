@@ -2,7 +2,7 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
-#include "core/crd.hpp"
+#include "core/api/crd.hpp"
 
 namespace trainbench::cli {
 

@@ -5,7 +5,7 @@
 #include "cli/commands.hpp"
 #include "cli/diff_output.hpp"
 #include "cli/regression_check.hpp"
-#include "core/report.hpp"
+#include "core/report/report.hpp"
 
 namespace trainbench::cli {
 

@@ -10,7 +10,7 @@
 #include "cli/interrupt.hpp"
 #include "cli/local_executor.hpp"
 #include "cli/node_launch.hpp"
-#include "core/run_config.hpp"
+#include "core/plan/run_config.hpp"
 
 namespace trainbench::cli {
 

@@ -2,10 +2,10 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
-#include "core/atomic_file.hpp"
-#include "core/report.hpp"
-#include "core/report_format.hpp"
-#include "core/scaling_plot.hpp"
+#include "core/plot/scaling_plot.hpp"
+#include "core/report/report.hpp"
+#include "core/report/report_format.hpp"
+#include "core/util/atomic_file.hpp"
 
 namespace trainbench::cli {
 

@@ -22,13 +22,13 @@
 #include "cli/local_executor.hpp"
 #include "cli/progress.hpp"
 #include "cli/regression_check.hpp"
-#include "core/atomic_file.hpp"
-#include "core/compare.hpp"
-#include "core/report.hpp"
-#include "core/report_format.hpp"
-#include "core/run_config.hpp"
-#include "core/spec.hpp"
-#include "core/stats.hpp"
+#include "core/plan/run_config.hpp"
+#include "core/report/compare.hpp"
+#include "core/report/report.hpp"
+#include "core/report/report_format.hpp"
+#include "core/spec/spec.hpp"
+#include "core/util/atomic_file.hpp"
+#include "core/util/stats.hpp"
 
 namespace trainbench::cli {
 namespace fs = std::filesystem;

@@ -3,8 +3,8 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
-#include "core/run_config.hpp"
-#include "core/spec.hpp"
+#include "core/plan/run_config.hpp"
+#include "core/spec/spec.hpp"
 
 namespace trainbench::cli {
 

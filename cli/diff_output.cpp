@@ -3,9 +3,9 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "cli/regression_check.hpp"
-#include "core/compare.hpp"
-#include "core/compare_json.hpp"
-#include "core/report_format.hpp"
+#include "core/report/compare.hpp"
+#include "core/report/compare_json.hpp"
+#include "core/report/report_format.hpp"
 
 namespace trainbench::cli {
 

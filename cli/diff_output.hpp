@@ -7,11 +7,11 @@
 #include <ostream>
 #include <string>
 
-#include "core/report.hpp"
+#include "core/report/report.hpp"
 
 namespace trainbench::cli {
 
-/// text: the seeds' diff layout (core/report_format.hpp); json: core/compare_json.hpp's document.
+/// text: the seeds' diff layout (core/report/report_format.hpp); json: core/report/compare_json.hpp's document.
 enum class DiffFormat { kText, kJson };
 
 /// The value of `option` (--output FORMAT): "text" or "json"; throws UsageError naming the

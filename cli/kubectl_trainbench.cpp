@@ -12,7 +12,7 @@
 #include "cli/plugin_args.hpp"
 #include "cli/plugin_cluster.hpp"
 #include "cli/plugin_commands.hpp"
-#include "core/version.hpp"
+#include "core/util/version.hpp"
 
 namespace {
 

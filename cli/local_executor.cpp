@@ -33,10 +33,10 @@
 
 #include "cli/interrupt.hpp"
 #include "cli/program_launch.hpp"
-#include "core/failure_text.hpp"
-#include "core/atomic_file.hpp"
-#include "core/hang.hpp"
-#include "core/run_result.hpp"
+#include "core/analysis/hang.hpp"
+#include "core/results/run_result.hpp"
+#include "core/util/atomic_file.hpp"
+#include "core/util/failure_text.hpp"
 
 extern char** environ;
 

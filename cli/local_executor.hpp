@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "cli/progress.hpp"
-#include "core/report.hpp"
-#include "core/run_config.hpp"
+#include "core/plan/run_config.hpp"
+#include "core/report/report.hpp"
 
 namespace trainbench {
 

@@ -6,7 +6,7 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
-#include "core/version.hpp"
+#include "core/util/version.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "cli/local_executor.hpp"
-#include "core/run_config.hpp"
+#include "core/plan/run_config.hpp"
 
 namespace trainbench {
 

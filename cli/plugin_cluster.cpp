@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "cli/commands.hpp"
-#include "core/version.hpp"
+#include "core/util/version.hpp"
 #include "kube/config.hpp"
 #include "kube/errors.hpp"
 

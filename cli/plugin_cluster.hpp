@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/plugin_args.hpp"
-#include "core/job_status.hpp"
+#include "core/api/job_status.hpp"
 #include "kube/client.hpp"
 
 namespace trainbench::cli {

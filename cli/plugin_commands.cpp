@@ -7,11 +7,11 @@
 #include "cli/commands.hpp"
 #include "cli/diff_output.hpp"
 #include "cli/rank_pod.hpp"
-#include "core/atomic_file.hpp"
-#include "core/report_format.hpp"
-#include "core/run_config.hpp"
-#include "core/scaling_plot.hpp"
-#include "core/spec.hpp"
+#include "core/plan/run_config.hpp"
+#include "core/plot/scaling_plot.hpp"
+#include "core/report/report_format.hpp"
+#include "core/spec/spec.hpp"
+#include "core/util/atomic_file.hpp"
 #include "kube/errors.hpp"
 
 namespace trainbench::cli {

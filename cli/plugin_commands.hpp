@@ -7,7 +7,7 @@
 
 #include "cli/plugin_args.hpp"
 #include "cli/plugin_cluster.hpp"
-#include "core/report.hpp"
+#include "core/report/report.hpp"
 
 namespace trainbench::cli {
 

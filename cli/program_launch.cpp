@@ -11,7 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "core/program_record.hpp"
+#include "core/results/program_record.hpp"
 
 namespace trainbench {
 namespace {

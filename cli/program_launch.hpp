@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/report.hpp"
-#include "core/run_config.hpp"
+#include "core/plan/run_config.hpp"
+#include "core/report/report.hpp"
 
 namespace trainbench {
 

@@ -5,7 +5,7 @@
 #include <ostream>
 #include <string>
 
-#include "core/run_progress.hpp"
+#include "core/results/run_progress.hpp"
 
 namespace trainbench {
 
@@ -33,7 +33,7 @@ struct ProgressRun {
   RunSteps steps;  ///< the loop (run_steps): what the time left is counted in
 };
 
-/// Completed loop steps an update says (core/run_progress.hpp counts in them).
+/// Completed loop steps an update says (core/results/run_progress.hpp counts in them).
 std::int64_t steps_done(const ProgressUpdate& p, const RunSteps& steps);
 
 /// "run 2/3 [1M/2G mlp] warmup 20/20 | measure repeat 2/5 step 17/100 | 0.123 s/iter | ETA 12s"

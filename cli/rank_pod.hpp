@@ -2,13 +2,13 @@
 
 // Which pod and container hold a rank of a BenchmarkJob's run on Kubernetes (`kubectl trainbench
 // logs`): the operator's deterministic names (operator/controller/naming.hpp) and core's rank
-// placement (placements() in core/run_config.hpp), planned as the operator plans them.
+// placement (placements() in core/plan/run_config.hpp), planned as the operator plans them.
 
 #include <optional>
 #include <string>
 
-#include "core/job_status.hpp"
-#include "core/run_config.hpp"
+#include "core/api/job_status.hpp"
+#include "core/plan/run_config.hpp"
 
 namespace trainbench::cli {
 

@@ -2,12 +2,12 @@
 
 // The regression check of `trainbench diff --fail-on-regression` and `trainbench run --baseline`:
 // one verdict, one exit code (kExitRegression), the same words as the operator's Regressed
-// condition (core/compare.hpp).
+// condition (core/report/compare.hpp).
 
 #include <ostream>
 #include <string>
 
-#include "core/compare.hpp"
+#include "core/report/compare.hpp"
 
 namespace trainbench::cli {
 

@@ -2,7 +2,7 @@
 // also runs validate()). Only SpecError may come out; a job it accepts must survive the trip to
 // the operator (fuzz/spec_round_trip.hpp).
 
-#include "core/spec.hpp"
+#include "core/spec/spec.hpp"
 #include "fuzz/spec_round_trip.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

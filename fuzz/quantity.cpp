@@ -6,7 +6,7 @@
 #include <regex>
 #include <string>
 
-#include "core/spec.hpp"
+#include "core/spec/spec.hpp"
 #include "fuzz/fuzz_util.hpp"
 
 namespace {

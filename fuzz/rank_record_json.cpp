@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/program_record.hpp"
-#include "core/report.hpp"
+#include "core/report/report.hpp"
+#include "core/results/program_record.hpp"
 #include "fuzz/fuzz_util.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -5,8 +5,8 @@
 
 #include <stdexcept>
 
-#include "core/report.hpp"
-#include "core/report_format.hpp"
+#include "core/report/report.hpp"
+#include "core/report/report_format.hpp"
 #include "fuzz/fuzz_util.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "core/report.hpp"
-#include "core/run_result.hpp"
+#include "core/report/report.hpp"
+#include "core/results/run_result.hpp"
 #include "fuzz/fuzz_util.hpp"
 
 namespace {

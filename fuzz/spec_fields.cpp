@@ -9,7 +9,7 @@
 #include <map>
 #include <string>
 
-#include "core/spec.hpp"
+#include "core/spec/spec.hpp"
 #include "fuzz/spec_round_trip.hpp"
 
 namespace {

@@ -5,8 +5,8 @@
 // the custom resource), so both must read the same job; its run plan must survive the RunConfig
 // JSON the pods receive.
 
-#include "core/run_config.hpp"
-#include "core/spec.hpp"
+#include "core/plan/run_config.hpp"
+#include "core/spec/spec.hpp"
 #include "fuzz/fuzz_util.hpp"
 
 namespace trainbench::fuzz {

@@ -3,7 +3,7 @@
 // what it returns must be JSON that can be written (valid UTF-8) and read back: JSON text is
 // YAML, so yaml_to_json(dump(j)) == j, and json_to_yaml(j) must read back as j as well.
 
-#include "core/yaml_json.hpp"
+#include "core/spec/yaml_json.hpp"
 #include "fuzz/fuzz_util.hpp"
 
 #include <cmath>

@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/version.hpp"
+#include "core/util/version.hpp"
 #include "operator/controller/controller.hpp"
 #include "operator/controller/leader_election.hpp"
 #include "kube/config.hpp"

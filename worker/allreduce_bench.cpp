@@ -1,5 +1,5 @@
 // paradigm allreduce (nccl-tests' all_reduce_perf in the worker): rendezvous, rank 0 measures
-// the copy limit (core/allreduce.hpp MemoryCopyLimit), then for every size from
+// the copy limit (core/spec/allreduce.hpp MemoryCopyLimit), then for every size from
 // allreduce.minBytes to maxBytes (doubling): one all-reduce whose sums every rank verifies (a
 // wrong sum fails the run on every rank), warmupSteps untimed all-reduces, then `repeats` timings
 // of measureSteps back-to-back all-reduces. Rank 0's RunResult has stepSeconds[repeat][size] =
@@ -23,8 +23,8 @@
 #include <sstream>
 #include <vector>
 
-#include "core/allreduce.hpp"
-#include "core/run_result.hpp"
+#include "core/results/run_result.hpp"
+#include "core/spec/allreduce.hpp"
 #include "worker/paradigms.hpp"
 #include "worker/process_group.hpp"
 #include "worker/rank_context.hpp"

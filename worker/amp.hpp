@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/vocabulary.hpp"
+#include "core/spec/vocabulary.hpp"
 #include "worker/worker_error.hpp"
 
 namespace trainbench::worker {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/vocabulary.hpp"
+#include "core/spec/vocabulary.hpp"
 #include "worker/gradient_reducer.hpp"
 #include "worker/process_group.hpp"
 

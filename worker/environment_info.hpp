@@ -6,10 +6,10 @@
 #include <ATen/Version.h>
 #include <torch/torch.h>
 
-#include "core/model_sizes.hpp"
-#include "core/run_config.hpp"
-#include "core/run_result.hpp"
-#include "core/version.hpp"
+#include "core/plan/run_config.hpp"
+#include "core/results/run_result.hpp"
+#include "core/spec/model_sizes.hpp"
+#include "core/util/version.hpp"
 #include "worker/models_lm.hpp"
 #include "worker/system_probe.hpp"
 #include "worker/torch_compat.hpp"

@@ -18,7 +18,7 @@
 #include <sstream>
 #include <thread>
 
-#include "core/run_result.hpp"
+#include "core/results/run_result.hpp"
 #include "worker/environment_info.hpp"
 #include "worker/models_lm.hpp"
 #include "worker/paradigms.hpp"

@@ -8,7 +8,7 @@
 //                                            NCCL (none on a CPU build), gloo and BLAS
 //
 // Environment:
-//   TRAINBENCH_RUN_CONFIG     the RunConfig as JSON (core/run_config.hpp), required
+//   TRAINBENCH_RUN_CONFIG     the RunConfig as JSON (core/plan/run_config.hpp), required
 //   MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, LOCAL_RANK, LOCAL_WORLD_SIZE,
 //   NODE_RANK (alias GROUP_RANK)   torchrun-style placement; or Slurm's SLURM_PROCID,
 //                             SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID (see rank_env.hpp)
@@ -21,7 +21,7 @@
 //
 //   TRAINBENCH_RANK_PROGRESS_FILE  with hangTimeoutSeconds > 0 and no external store, every
 //                             rank's heartbeat rewrites it atomically about once a second with
-//                             its progress record (core/rank_progress.hpp); with an external
+//                             its progress record (core/results/rank_progress.hpp); with an external
 //                             store the record goes to its key trainbench/progress/<rank>
 //   POD_NAME, NODE_NAME       the pod and node a progress record names (the downward API)
 //   TRAINBENCH_PROGRESS_PORT  (--master) serve the run's progress at GET /progress on this
@@ -48,14 +48,14 @@
 //                                        model, tables with plain SGD, worker/hybrid_ps.hpp)
 //   Other test-only behaviour (a forced loss scaler, no dropout, a rank killing itself at its
 //   first measured step, a wrong all-reduce contribution) comes from the RunConfig's
-//   "testOptions" (core/run_config.hpp RunTestOptions), never from the environment.
+//   "testOptions" (core/plan/run_config.hpp RunTestOptions), never from the environment.
 //   (hybrid-ps dumps: a trainer writes its dense parameters, a server its rows of every table,
 //    table after table, [numTables * its rows, embeddingDim])
 //
 // Exit status: 0 success; 2 bad environment or config; 3 (--master) the run hung (the message,
-// core/hang.hpp's, also goes to /dev/termination-log); 1 any other error. Errors are printed
+// core/analysis/hang.hpp's, also goes to /dev/termination-log); 1 any other error. Errors are printed
 // to stderr as "trainbench-worker rank R: <message>", and that line is also the termination
-// message, so a pod's status leads with it rather than with libtorch's log (core/failure_text.hpp;
+// message, so a pod's status leads with it rather than with libtorch's log (core/util/failure_text.hpp;
 // in a trainer pod, node-launch rewrites it once its ranks have exited).
 
 #include <climits>
@@ -72,8 +72,8 @@
 #include <ATen/Version.h>
 #include <torch/version.h>
 
-#include "core/run_config.hpp"
-#include "core/version.hpp"
+#include "core/plan/run_config.hpp"
+#include "core/util/version.hpp"
 #include "worker/master.hpp"
 #include "worker/model_summary.hpp"
 #include "worker/output_files.hpp"

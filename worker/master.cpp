@@ -6,10 +6,10 @@
 #include <stdexcept>
 #include <thread>
 
-#include "core/hang.hpp"
-#include "core/program_record.hpp"
-#include "core/report.hpp"
-#include "core/run_result.hpp"
+#include "core/analysis/hang.hpp"
+#include "core/report/report.hpp"
+#include "core/results/program_record.hpp"
+#include "core/results/run_result.hpp"
 #include "worker/process_group.hpp"
 #include "worker/progress_server.hpp"
 #include "worker/worker_error.hpp"
@@ -38,7 +38,7 @@ double wall_now() {
 
 /// Once a second: rank 0's record to the progress endpoint; every record to the hang watch
 /// (HangError) when it is on. A program's rank that has published nothing `started` seconds
-/// (wall clock) after the master began is silent (core/hang.hpp, detect_silent_ranks).
+/// (wall clock) after the master began is silent (core/analysis/hang.hpp, detect_silent_ranks).
 void watch(RunStore& store, const RunConfig& run, ProgressServer& progress, double started) {
   const bool hang_watch = run.hang_timeout_seconds > 0;
   const auto records = progress_records(store, hang_watch ? run.process_count() : 1);
@@ -59,7 +59,7 @@ void watch(RunStore& store, const RunConfig& run, ProgressServer& progress, doub
   if (verdict) throw HangError(verdict->message);
 }
 
-/// A program's ranks hand over a record each (core/program_record.hpp) instead of rank 0 a
+/// A program's ranks hand over a record each (core/results/program_record.hpp) instead of rank 0 a
 /// result: waits for every one, reading each as it arrives, and assembles the run's result as
 /// `trainbench run` does. Throws naming the rank whose record is bad.
 RunResult await_program_result(RunStore& store, const RunConfig& run, std::chrono::milliseconds wait,

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/run_config.hpp"
+#include "core/plan/run_config.hpp"
 
 namespace trainbench::worker {
 

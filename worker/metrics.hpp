@@ -55,7 +55,7 @@ class WorkerMetrics {
                     std::int64_t allreduce_bytes, bool measured);
   /// The model's training FLOPs per example on this rank and the device's peak FLOP/s (nullopt:
   /// unknown): from then on each measured step sets trainbench_achieved_flops and
-  /// trainbench_model_flops_utilization_ratio (core/mfu.hpp). Nothing for flops <= 0.
+  /// trainbench_model_flops_utilization_ratio (core/analysis/mfu.hpp). Nothing for flops <= 0.
   void set_model_flops(double flops_per_example, std::optional<double> peak_flops);
   /// Host memory (RSS now and peak), CPU time and network bytes of this process, read from
   /// /proc; call once per step (cheap) or from a timer.

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/run_config.hpp"
+#include "core/plan/run_config.hpp"
 
 namespace trainbench::worker {
 

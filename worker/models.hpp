@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/run_config.hpp"
+#include "core/plan/run_config.hpp"
 
 namespace trainbench::worker {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "core/model_sizes.hpp"
+#include "core/spec/model_sizes.hpp"
 #include "worker/worker_error.hpp"
 
 namespace trainbench::worker {

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "core/run_config.hpp"
+#include "core/plan/run_config.hpp"
 #include "worker/models.hpp"
 
 namespace trainbench::worker {

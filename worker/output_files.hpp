@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "core/atomic_file.hpp"
+#include "core/util/atomic_file.hpp"
 
 namespace trainbench::worker {
 

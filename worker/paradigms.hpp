@@ -5,8 +5,8 @@
 
 #include <memory>
 
-#include "core/paradigm.hpp"
-#include "core/run_config.hpp"
+#include "core/plan/run_config.hpp"
+#include "core/spec/paradigm.hpp"
 #include "worker/rank_env.hpp"
 #include "worker/step.hpp"
 #include "worker/train_loop.hpp"

@@ -1,14 +1,14 @@
 #pragma once
 // The CPU's peak for MFU, measured in the run (docs/report.md, "Model FLOPs utilization"): at
 // the start of a run every worker process times a GEMM of the model's dominant shape
-// (core/peak_flops.hpp peak_gemm_shape) in the run's precision, with the threads it trains
+// (core/plan/peak_flops.hpp peak_gemm_shape) in the run's precision, with the threads it trains
 // with, while the other processes of the node do the same: as the all-reduce benchmark measures
 // memcpy, the limit is measured where the run is measured.
 
 #include <optional>
 
-#include "core/peak_flops.hpp"
-#include "core/run_config.hpp"
+#include "core/plan/peak_flops.hpp"
+#include "core/plan/run_config.hpp"
 
 namespace trainbench::worker {
 

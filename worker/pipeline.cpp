@@ -13,7 +13,7 @@
 #include <limits>
 #include <string>
 
-#include "core/model_sizes.hpp"
+#include "core/spec/model_sizes.hpp"
 #include "worker/torch_compat.hpp"
 #include "worker/worker_error.hpp"
 

@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/run_config.hpp"
+#include "core/plan/run_config.hpp"
 #include "worker/models.hpp"
 #include "worker/process_group.hpp"
 

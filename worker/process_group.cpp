@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/utilization.hpp"
+#include "core/results/utilization.hpp"
 #include "worker/output_files.hpp"
 #include "worker/torch_compat.hpp"
 #include "worker/worker_error.hpp"

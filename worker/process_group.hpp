@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/run_config.hpp"
+#include "core/plan/run_config.hpp"
 #include "worker/rank_env.hpp"
 #include "worker/rank_progress.hpp"
 
@@ -82,7 +82,7 @@ class PendingRecv {
 /// every rank adds 1 to kFinishedKey when it is done with the store.
 inline constexpr const char* kResultKey = "trainbench/result";
 inline constexpr const char* kFinishedKey = "trainbench/finished";
-/// Each rank's heartbeat sets its progress record (core/rank_progress.hpp) under this prefix +
+/// Each rank's heartbeat sets its progress record (core/results/rank_progress.hpp) under this prefix +
 /// its rank; the master pod watches them (worker/master.hpp).
 inline constexpr const char* kProgressKeyPrefix = "trainbench/progress/";
 
@@ -146,7 +146,7 @@ class Communicator {
   RankProgress& progress() const;
   void set_progress(RankProgress* progress);
   /// Bytes this rank has sent to other ranks so far, counted at each launch as
-  /// core/utilization.hpp says (all-reduce 2(p-1)/p N, all-gather (p-1) N, a broadcast's root
+  /// core/results/utilization.hpp says (all-reduce 2(p-1)/p N, all-gather (p-1) N, a broadcast's root
   /// (p-1) N, a send N; receives count at their sender). A subgroup counts into its parent's.
   std::int64_t sent_bytes() const;
 

@@ -1,16 +1,16 @@
 #pragma once
 // The run's progress as its master pod serves it to the operator: rank 0's progress record
-// (core/rank_progress.hpp, read from the run's store about once a second) turned into a
-// RunProgressSample with the rate measured so far (core/run_progress.hpp), answered at
+// (core/results/rank_progress.hpp, read from the run's store about once a second) turned into a
+// RunProgressSample with the rate measured so far (core/results/run_progress.hpp), answered at
 // GET /progress on TRAINBENCH_PROGRESS_PORT. The operator polls it (docs/operator.md,
 // "Progress"): the pod needs no API access for it, and the operator alone sets the rate.
 
 #include <memory>
 #include <mutex>
 
-#include "core/rank_progress.hpp"
-#include "core/run_config.hpp"
-#include "core/run_progress.hpp"
+#include "core/plan/run_config.hpp"
+#include "core/results/rank_progress.hpp"
+#include "core/results/run_progress.hpp"
 
 namespace trainbench::telemetry {
 class HttpEndpoint;

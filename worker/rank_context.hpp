@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "core/run_config.hpp"
+#include "core/plan/run_config.hpp"
 #include "worker/process_group.hpp"
 #include "worker/rank_env.hpp"
 #include "worker/rank_progress.hpp"

@@ -1,11 +1,11 @@
 #pragma once
-// This rank's progress record (core/rank_progress.hpp), kept where the steps update it at their
+// This rank's progress record (core/results/rank_progress.hpp), kept where the steps update it at their
 // phase boundaries, and the heartbeat thread that publishes it about once a second.
 //
 // Updating costs no system call: a few stores under an uncontended mutex (an atomic exchange)
 // and a read of the monotonic clock (vDSO); the heartbeat thread, not the step, turns the
 // record into JSON and writes it. A rank that is stopped (SIGSTOP) or wedged stops its heartbeat
-// too, which is how the watcher tells it from the ranks waiting for it (core/hang.hpp).
+// too, which is how the watcher tells it from the ranks waiting for it (core/analysis/hang.hpp).
 
 #include <atomic>
 #include <chrono>
@@ -16,7 +16,7 @@
 #include <string>
 #include <thread>
 
-#include "core/rank_progress.hpp"
+#include "core/results/rank_progress.hpp"
 #include "worker/rank_env.hpp"
 
 namespace trainbench::worker {

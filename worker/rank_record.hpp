@@ -8,7 +8,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/run_result.hpp"
+#include "core/results/run_result.hpp"
 
 namespace trainbench::worker {
 

@@ -14,9 +14,9 @@
 #include <optional>
 #include <vector>
 
-#include "core/rank_progress.hpp"
-#include "core/run_result.hpp"
-#include "core/vocabulary.hpp"
+#include "core/results/rank_progress.hpp"
+#include "core/results/run_result.hpp"
+#include "core/spec/vocabulary.hpp"
 #include "worker/rank_record.hpp"
 
 namespace trainbench::worker {

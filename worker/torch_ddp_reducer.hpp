@@ -9,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/vocabulary.hpp"
+#include "core/spec/vocabulary.hpp"
 #include "worker/gradient_reducer.hpp"
 #include "worker/process_group.hpp"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/run_config.hpp"
+#include "core/plan/run_config.hpp"
 #include "worker/gradient_reducer.hpp"
 #include "worker/metrics.hpp"
 #include "worker/models.hpp"

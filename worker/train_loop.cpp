@@ -14,10 +14,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/mfu.hpp"
-#include "core/run_result.hpp"
-#include "core/utilization.hpp"
-#include "core/version.hpp"
+#include "core/analysis/mfu.hpp"
+#include "core/results/run_result.hpp"
+#include "core/results/utilization.hpp"
+#include "core/util/version.hpp"
 #include "worker/environment_info.hpp"
 #include "worker/gpu_monitor.hpp"
 #include "worker/metrics.hpp"

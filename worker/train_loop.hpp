@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "core/run_config.hpp"
+#include "core/plan/run_config.hpp"
 #include "worker/rank_env.hpp"
 
 namespace trainbench::worker {

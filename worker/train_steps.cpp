@@ -11,7 +11,7 @@
 #include <memory>
 #include <optional>
 
-#include "core/paradigm.hpp"
+#include "core/spec/paradigm.hpp"
 #include "worker/amp.hpp"
 #include "worker/gradient_reducer.hpp"
 #include "worker/models.hpp"

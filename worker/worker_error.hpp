@@ -12,7 +12,7 @@ class ConfigError : public std::runtime_error {
   explicit ConfigError(const std::string& what) : std::runtime_error(what) {}
 };
 
-/// The run hung (core/hang.hpp's message): the master exits 3 with the message as its
+/// The run hung (core/analysis/hang.hpp's message): the master exits 3 with the message as its
 /// termination message, which the operator reads as condition reason Hang.
 class HangError : public std::runtime_error {
  public:

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/vocabulary.hpp"
+#include "core/spec/vocabulary.hpp"
 #include "worker/process_group.hpp"
 
 namespace trainbench::worker {

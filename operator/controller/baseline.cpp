@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <variant>
 
-#include "core/compare.hpp"
-#include "core/crd.hpp"
+#include "core/api/crd.hpp"
+#include "core/report/compare.hpp"
 #include "operator/controller/json_access.hpp"
 
 namespace trainbench::op {

@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/job_status.hpp"
-#include "core/report.hpp"
-#include "core/spec.hpp"
+#include "core/api/job_status.hpp"
+#include "core/report/report.hpp"
+#include "core/spec/spec.hpp"
 
 namespace trainbench::op {
 
@@ -46,7 +46,7 @@ struct RegressionOutcome {
   std::string message;
 };
 
-/// Compares the ended job's report with the baseline found (core/compare.hpp: the verdict of
+/// Compares the ended job's report with the baseline found (core/report/compare.hpp: the verdict of
 /// `trainbench diff --fail-on-regression`). Never throws for a bad baseline: it says why.
 RegressionOutcome judge_regression(const BaselineSpec& spec, const std::optional<Report>& report,
                                    const ObservedBaseline& found);

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/run_progress.hpp"
+#include "core/results/run_progress.hpp"
 #include "kube/client.hpp"
 #include "kube/rate_limiter.hpp"
 #include "kube/reflector.hpp"

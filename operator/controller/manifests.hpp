@@ -4,9 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/master_ports.hpp"
-#include "core/run_config.hpp"
-#include "core/spec.hpp"
+#include "core/plan/run_config.hpp"
+#include "core/spec/master_ports.hpp"
+#include "core/spec/spec.hpp"
 
 namespace trainbench::op {
 
@@ -41,7 +41,7 @@ nlohmann::json reporter_service_account(const JobContext& job);
 nlohmann::json reporter_role(const JobContext& job, int runs);
 nlohmann::json reporter_role_binding(const JobContext& job);
 
-// The pods' environment is core's rank environment (rank_variables in core/run_config.hpp) with
+// The pods' environment is core's rank environment (rank_variables in core/plan/run_config.hpp) with
 // MASTER_ADDR = the run's Service and MASTER_PORT = master_port(), plus what only a pod has
 // (TRAINBENCH_JOB/RUN/ATTEMPT, TRAINBENCH_EXTERNAL_STORE, POD_IP/NAME/NAMESPACE, spec.nccl).
 // `run` is planned with ServerPlacement::OwnPods.

@@ -8,15 +8,15 @@
 #include <map>
 #include <set>
 
-#include "core/crd.hpp"
-#include "core/failure_text.hpp"
-#include "core/job_status.hpp"
-#include "core/rank_summary.hpp"
-#include "core/report.hpp"
-#include "core/report_notes.hpp"
-#include "core/run_config.hpp"
-#include "core/spec.hpp"
-#include "core/straggler.hpp"
+#include "core/api/crd.hpp"
+#include "core/api/job_status.hpp"
+#include "core/plan/run_config.hpp"
+#include "core/report/rank_summary.hpp"
+#include "core/report/report.hpp"
+#include "core/report/report_notes.hpp"
+#include "core/report/straggler.hpp"
+#include "core/spec/spec.hpp"
+#include "core/util/failure_text.hpp"
 #include "operator/controller/json_access.hpp"
 #include "operator/controller/kueue_workload.hpp"
 #include "operator/controller/manifests.hpp"
@@ -88,7 +88,7 @@ std::string last_chars(const std::string& s, std::size_t n) {
 }
 
 /// Why a pod failed, led by the worker's own error line when a container's termination message
-/// (or, under FallbackToLogsOnError, its log tail) has one (core/failure_text.hpp): "trainbench-worker
+/// (or, under FallbackToLogsOnError, its log tail) has one (core/util/failure_text.hpp): "trainbench-worker
 /// rank 3: <what> (pod P failed: container trainer exited with code 1 (Error): rank 3 exited with
 /// code 1)"; otherwise "pod P failed: ...: <the message>". libtorch's log noise is dropped.
 std::string pod_failure(const json& pod) {
@@ -142,7 +142,7 @@ double four_digits(double v) {
 /// The master's exit code when it saw the run hang (worker/main.cpp).
 constexpr int kMasterHangExitCode = 3;
 
-/// The hang message (core/hang.hpp's "hang: rank 3 (pod ...) ...") of a master pod that failed
+/// The hang message (core/analysis/hang.hpp's "hang: rank 3 (pod ...) ...") of a master pod that failed
 /// by seeing its run hang: its termination message; "" for any other pod or failure.
 std::string hang_failure(const json& pod) {
   if (label(pod, kRoleLabel) != "master" || pod_phase(pod) != "Failed") return "";
@@ -643,7 +643,7 @@ class Reconcile {
           rs.message = rr.error;
           return false;
         }
-        // Large runs keep their per-rank detail in the ConfigMap only (core/rank_summary.hpp).
+        // Large runs keep their per-rank detail in the ConfigMap only (core/report/rank_summary.hpp).
         rs.summary = compact_for_status(std::move(rr), cm_name);
         rs.environment = readable_environment(res);
       } catch (const std::exception& e) {
@@ -983,7 +983,7 @@ class Reconcile {
     }
   }
 
-  /// A Warning Event naming a succeeded run's stragglers (core/straggler.hpp), if it has any.
+  /// A Warning Event naming a succeeded run's stragglers (core/report/straggler.hpp), if it has any.
   void warn_of_stragglers(int index, const RunStatus& rs) {
     if (!rs.summary || !rs.summary->stragglers || rs.summary->stragglers->count == 0) return;
     emit("Warning", "Stragglers",

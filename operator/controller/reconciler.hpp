@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/run_progress.hpp"
+#include "core/results/run_progress.hpp"
 #include "operator/controller/baseline.hpp"
 #include "operator/controller/manifests.hpp"
 

@@ -36,7 +36,7 @@ __version__ = "0.1.0"
 RECORD_KIND = "trainbench.dev/rank-record"
 RECORD_VERSION = 1
 
-#: The phases a rank can be in, as trainbench's hang watch names them (core/rank_progress.hpp).
+#: The phases a rank can be in, as trainbench's hang watch names them (core/results/rank_progress.hpp).
 PHASES = ("starting", "forward", "backward", "all-reduce", "all-gather", "broadcast", "optimizer",
           "send", "recv", "done")
 #: The phases that wait on other ranks: time in them is the step's exposed communication.

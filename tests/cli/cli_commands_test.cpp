@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.hpp"
-#include "core/report.hpp"
-#include "core/report_format.hpp"
-#include "core/scaling_plot.hpp"
+#include "core/plot/scaling_plot.hpp"
+#include "core/report/report.hpp"
+#include "core/report/report_format.hpp"
 
 namespace trainbench::test {
 namespace {

@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.hpp"
-#include "core/run_config.hpp"
-#include "core/run_result.hpp"
+#include "core/plan/run_config.hpp"
+#include "core/results/run_result.hpp"
 
 namespace trainbench::test {
 namespace {

@@ -80,7 +80,7 @@ std::string real_worker_exe();
 std::string data_dir();
 
 /// A script in `dir` that runs the real worker with `test_options_json` (a RunConfig
-/// "testOptions" object, core/run_config.hpp RunTestOptions, e.g. {"allreduceFaultRank":1})
+/// "testOptions" object, core/plan/run_config.hpp RunTestOptions, e.g. {"allreduceFaultRank":1})
 /// added to its TRAINBENCH_RUN_CONFIG: set as TRAINBENCH_WORKER, `trainbench run` then hands its
 /// workers the test options (the worker reads no test hooks from its environment).
 std::string worker_with_test_options(const TempDir& dir, const std::string& test_options_json);

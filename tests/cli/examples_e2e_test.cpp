@@ -19,9 +19,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.hpp"
-#include "core/run_config.hpp"
-#include "core/spec.hpp"
-#include "core/spec_workloads.hpp"
+#include "core/plan/run_config.hpp"
+#include "core/spec/spec.hpp"
+#include "core/spec/spec_workloads.hpp"
 
 namespace trainbench::test {
 namespace {

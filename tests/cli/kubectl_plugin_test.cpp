@@ -13,7 +13,7 @@
 #include "cli/plugin_cluster.hpp"
 #include "cli/plugin_commands.hpp"
 #include "cli/rank_pod.hpp"
-#include "core/report_format.hpp"
+#include "core/report/report_format.hpp"
 #include "operator/controller/manifests.hpp"
 
 namespace trainbench::cli {

@@ -7,7 +7,7 @@
 
 #include "cli/local_executor.hpp"
 #include "cli_test_util.hpp"
-#include "core/run_config.hpp"
+#include "core/plan/run_config.hpp"
 
 namespace trainbench::test {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "cli/args.hpp"
 #include "cli/node_launch.hpp"
-#include "core/run_config.hpp"
+#include "core/plan/run_config.hpp"
 
 namespace trainbench {
 namespace {

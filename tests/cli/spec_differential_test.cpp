@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/spec_error.hpp"
-#include "core/yaml_json.hpp"
-#include "tests/core/spec_corpus.hpp"
+#include "core/spec/spec_error.hpp"
+#include "core/spec/yaml_json.hpp"
+#include "tests/core/spec/spec_corpus.hpp"
 #include "tests/crd/schema_validator.hpp"
 #include "tests/support/file_io.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -1,6 +1,6 @@
 // Straggler scores end to end: `trainbench run` with the real worker, 4 DDP ranks on one node.
 // One rank slowed by the slowRank test option (real extra forward + backward passes on that rank,
-// core/run_config.hpp RunTestOptions) is named alone, in the text report and the JSON; a balanced
+// core/plan/run_config.hpp RunTestOptions) is named alone, in the text report and the JSON; a balanced
 // run names none. An mlp batch big enough that compute dominates a step, one thread per rank.
 //
 // The threshold is 0.3, not the default 0.7: 4 ranks on this machine's 2 cores share them, and

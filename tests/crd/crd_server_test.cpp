@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "core/yaml_json.hpp"
+#include "core/spec/yaml_json.hpp"
 #include "kube/client.hpp"
 #include "kube/config.hpp"
 #include "kube/errors.hpp"
-#include "tests/core/spec_corpus.hpp"
+#include "tests/core/spec/spec_corpus.hpp"
 
 namespace {
 

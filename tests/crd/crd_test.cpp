@@ -1,4 +1,4 @@
-// The BenchmarkJob CRD (core/crd.cpp): the committed file is current, the object is a valid
+// The BenchmarkJob CRD (core/api/crd.cpp): the committed file is current, the object is a valid
 // structural apiextensions.k8s.io/v1 CRD, and its schema agrees with core's parser on the examples,
 // on every case of tests/data/malformed-specs.yaml and at every bound and enum it declares.
 // The schema is checked with valijson (JSON Schema draft 4), which ignores the x-kubernetes-*
@@ -21,11 +21,11 @@
 #include <utility>
 #include <vector>
 
-#include "core/crd.hpp"
-#include "core/spec.hpp"
-#include "core/spec_bounds.hpp"
-#include "core/yaml_json.hpp"
-#include "tests/core/spec_corpus.hpp"
+#include "core/api/crd.hpp"
+#include "core/spec/spec.hpp"
+#include "core/spec/spec_bounds.hpp"
+#include "core/spec/yaml_json.hpp"
+#include "tests/core/spec/spec_corpus.hpp"
 #include "tests/crd/schema_validator.hpp"
 
 namespace trainbench {
@@ -747,7 +747,7 @@ TEST(Crd, LengthAndSizeBoundsAreCores) {
   EXPECT_GE(probed, 12);
 }
 
-// ---- the bounds table: core/spec_bounds.hpp states every bound once, the CRD repeats none ----
+// ---- the bounds table: core/spec/spec_bounds.hpp states every bound once, the CRD repeats none ----
 
 /// The schema node of a spec_field_bounds() path ("spec.sweep[].nodes", "spec.template.labels.*"),
 /// or nullptr when the schema has no such field.

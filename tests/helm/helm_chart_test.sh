@@ -169,7 +169,7 @@ grep -q -- "docker build -f docker/worker.Dockerfile -t trainbench/worker:$v \.\
 grep -q -- "docker build -f docker/worker.Dockerfile --build-arg TORCH_FLAVOUR=cuda -t trainbench/worker:$v-cuda \.\$" \
   "$REPO/docker/worker.Dockerfile" || fail "docker/worker.Dockerfile: no cuda build command tagging trainbench/worker:$v-cuda"
 # The worker images by spec.device when spec.template.image is unset: the operator's built-in
-# defaults (named in the CRD's description, core/crd.cpp) are the chart's --worker-image and
+# defaults (named in the CRD's description, core/api/crd.cpp) are the chart's --worker-image and
 # --worker-cuda-image, and the images the Dockerfile's commands build.
 worker_default="trainbench/worker:$v"
 grep -q "\"Worker image. Unset: the operator's for spec.device (its --worker-image, default $worker_default; --worker-cuda-image, default $worker_default-cuda).\"" \

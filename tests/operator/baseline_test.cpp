@@ -3,8 +3,8 @@
 // missing, unfinished or invalid baseline gives a condition that says so.
 #include <gtest/gtest.h>
 
-#include "core/job_status.hpp"
-#include "core/report.hpp"
+#include "core/api/job_status.hpp"
+#include "core/report/report.hpp"
 #include "operator/controller/baseline.hpp"
 #include "operator/controller/reconciler.hpp"
 

@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/job_status.hpp"
+#include "core/api/job_status.hpp"
 #include "fake_api_server.hpp"
 #include "fake_clock.hpp"
 #include "fake_cluster.hpp"

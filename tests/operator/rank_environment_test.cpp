@@ -22,9 +22,9 @@
 
 #include "cli/local_executor.hpp"
 #include "cli/node_launch.hpp"
-#include "core/run_config.hpp"
-#include "core/spec.hpp"
-#include "core/yaml_json.hpp"
+#include "core/plan/run_config.hpp"
+#include "core/spec/spec.hpp"
+#include "core/spec/yaml_json.hpp"
 #include "operator/controller/manifests.hpp"
 #include "operator/controller/naming.hpp"
 

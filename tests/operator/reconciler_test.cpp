@@ -6,12 +6,12 @@
 #include <map>
 #include <set>
 
-#include "core/crd.hpp"
-#include "core/job_status.hpp"
-#include "core/rank_summary.hpp"
-#include "core/report.hpp"
-#include "core/report_format.hpp"
-#include "core/run_config.hpp"
+#include "core/api/crd.hpp"
+#include "core/api/job_status.hpp"
+#include "core/plan/run_config.hpp"
+#include "core/report/rank_summary.hpp"
+#include "core/report/report.hpp"
+#include "core/report/report_format.hpp"
 #include "operator/controller/kueue_workload.hpp"
 #include "operator/controller/naming.hpp"
 #include "operator/controller/reconciler.hpp"
@@ -1000,7 +1000,7 @@ TEST(Reconciler, MastersResultMayArriveAfterItsEnd) {
             std::string::npos);
 }
 
-// ---- the status as a typed value (core/job_status.hpp) ----
+// ---- the status as a typed value (core/api/job_status.hpp) ----
 
 /// Reads the job's status as the next reconcile will, and checks it writes back the same JSON.
 BenchmarkJobStatus typed_status(const Observed& o) {

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/run_result.hpp"
+#include "core/results/run_result.hpp"
 #include "worker_launcher.hpp"
 
 namespace {

@@ -5,7 +5,7 @@
 
 #include <ostream>
 
-#include "core/model_flops.hpp"
+#include "core/plan/model_flops.hpp"
 #include "worker_launcher.hpp"
 
 namespace {
@@ -51,7 +51,7 @@ TEST(DescribeModelMlp, DefaultShape) {
   EXPECT_EQ(j.at("buffers").get<std::int64_t>(), 0);
 }
 
-// The FLOP counts come from core's layer list of each model (core/model_flops.hpp): it must hold
+// The FLOP counts come from core's layer list of each model (core/plan/model_flops.hpp): it must hold
 // exactly the parameters of the model libtorch builds (same default shapes: RunConfig{}), so
 // that neither can change without the other.
 TEST(DescribeModelFlops, LayerListHasTheModelsParameters) {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/run_config.hpp"
+#include "core/plan/run_config.hpp"
 #include "file_io.hpp"
 #include "temp_dir.hpp"
 

@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/run_config.hpp"
-#include "core/run_result.hpp"
+#include "core/plan/run_config.hpp"
+#include "core/results/run_result.hpp"
 #include "file_io.hpp"
 #include "temp_dir.hpp"
 #include "worker/ddp_reducer.hpp"
