@@ -32,7 +32,7 @@ struct LocalRunOutcome {
   std::string run_dir;        ///< rank-R.log, result.json, progress.json
   bool logs_kept = false;     ///< false: run_dir was removed (success without keep_logs)
   int failed_rank = -1;       ///< the rank whose exit failed the run (or the first hung rank), -1 if none
-  bool hang = false;          ///< the run failed by a hang (outcome.error: core/hang.hpp's message)
+  bool hang = false;          ///< the run failed by a hang (outcome.error: core/analysis/hang.hpp's message)
   std::string failed_log;     ///< that rank's log file
   std::string log_tail;       ///< its last lines
   int interrupted_by = 0;     ///< the signal that interrupted the CLI (interrupt.hpp), 0 if none

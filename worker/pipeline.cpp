@@ -129,7 +129,7 @@ PipelineStage::PipelineStage(BenchModel& model, const RunConfig& config, Communi
   const int counted = model_block_count(config.model, config.mlp, config.transformer, config.hybrid_embedding);
   if (counted != static_cast<int>(all.size())) {
     throw ConfigError("model " + config.model + " has " + std::to_string(all.size()) + " blocks, core counts " +
-                      std::to_string(counted) + " (core/model_sizes.cpp model_block_count)");
+                      std::to_string(counted) + " (core/spec/model_sizes.cpp model_block_count)");
   }
   blocks_total_ = all.size();
   std::vector<std::int64_t> counts;

@@ -95,7 +95,7 @@ struct RunStatus {
   std::optional<std::string> attempt_start_time;  ///< RFC 3339: the current attempt's pods were created
   std::optional<std::string> completion_time;     ///< RFC 3339: the run ended
   std::optional<std::string> message;             ///< why it failed or restarted
-  std::optional<RunReport> summary;               ///< the run's result, compacted (core/rank_summary.hpp)
+  std::optional<RunReport> summary;               ///< the run's result, compacted (core/report/rank_summary.hpp)
   std::optional<EnvironmentInfo> environment;     ///< what the run's rank 0 saw
 };
 

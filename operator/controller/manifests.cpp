@@ -79,7 +79,7 @@ json pod_only_env(const JobContext& job, const RunConfig& run, int attempt) {
       env_var("TRAINBENCH_ATTEMPT", std::to_string(attempt)), env_var("TRAINBENCH_EXTERNAL_STORE", "1"),
       field_env("POD_IP", "status.podIP"), field_env("POD_NAME", "metadata.name"),
       field_env("POD_NAMESPACE", "metadata.namespace"),
-      field_env("NODE_NAME", "spec.nodeName"),  // named in the hang message (core/hang.hpp)
+      field_env("NODE_NAME", "spec.nodeName"),  // named in the hang message (core/analysis/hang.hpp)
   });
   const json nccl = get_or(job.spec, "nccl", json::object());
   if (nccl.contains("socketIfname")) env.push_back(env_var("NCCL_SOCKET_IFNAME", nccl["socketIfname"].get<std::string>()));

@@ -105,7 +105,7 @@ TEST(CrdFile, IsUpToDate) {
   std::string committed;
   ASSERT_NO_THROW(committed = read_file(path)) << path << " is missing; generate it with: " << kCrdRegenerate;
   EXPECT_TRUE(committed == benchmarkjob_crd_yaml())
-      << kCrdFile << " differs from what core/crd.cpp generates. If the change to the spec or the CRD is "
+      << kCrdFile << " differs from what core/api/crd.cpp generates. If the change to the spec or the CRD is "
       << "intended, regenerate the file (after building) and commit it:\n  " << kCrdRegenerate;
 }
 
@@ -777,7 +777,7 @@ const json* schema_node_at(const std::string& path) {
 void expect_keyword(const json& node, const char* key, const std::optional<long long>& want, const std::string& path) {
   if (!want) {
     EXPECT_FALSE(node.contains(key)) << path << ": the CRD has " << key << " " << node.value(key, json()).dump()
-                                     << " that core/spec_bounds.hpp does not state";
+                                     << " that core/spec/spec_bounds.hpp does not state";
     return;
   }
   ASSERT_TRUE(node.contains(key)) << path << ": the CRD has no " << key << " (core: " << *want << ")";
@@ -824,7 +824,7 @@ TEST(CrdBounds, EveryCrdBoundIsInTheTable) {
            path = std::regex_replace(path, std::regex(R"(\[0\])"), "[]");
            path = std::regex_replace(path, std::regex(R"(\.cpu$)"), ".*");
            ++checked;
-           EXPECT_TRUE(paths.count(path) > 0) << path << ": a bound in the CRD that core/spec_bounds.hpp does not list";
+           EXPECT_TRUE(paths.count(path) > 0) << path << ": a bound in the CRD that core/spec/spec_bounds.hpp does not list";
          });
   }
   EXPECT_GE(checked, 60);

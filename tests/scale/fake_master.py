@@ -9,7 +9,7 @@ that. This stand-in does the same from outside: once every pod of a run's attemp
 master pod and the trainers: a real rank 0 has a result only after all ranks rendezvoused), it
 writes that attempt's result with synthetic per-rank step times, one rank row for every rank
 (nodes x devicesPerNode), with a token of the job's J-reporter ServiceAccount, so the
-operator's reader (collect_result, operator/controller/reconciler.cpp) and RBAC are the real ones.
+operator's reader (collect_result, operator/controller/reconciler_runs.cpp) and RBAC are the real ones.
 
   fake_master.py NAMESPACE LOG_JSONL
 Polls every 0.5 s until killed; appends one JSON line per result written to LOG_JSONL
@@ -47,7 +47,7 @@ def percentiles(t):
 
 
 def label_of(cfg):
-    """RunConfig::label() and devices_label() (core/run_config.cpp)."""
+    """RunConfig::label() and devices_label() (core/plan/run_config.cpp)."""
     world = cfg["nodes"] * cfg["devicesPerNode"]
     if cfg["paradigm"] == "none":
         label = "no ddp"
@@ -59,7 +59,7 @@ def label_of(cfg):
 
 
 def run_report(cfg):
-    """A succeeded run's RunReport JSON (to_json(RunReport), core/report.cpp) with every rank."""
+    """A succeeded run's RunReport JSON (to_json(RunReport), core/report/report.cpp) with every rank."""
     nodes, per_node = cfg["nodes"], cfg["devicesPerNode"]
     world = nodes * per_node
     base = 0.180 * (1 + 0.04 * (world.bit_length() - 1))  # all-reduce costs grow with the world

@@ -8,7 +8,7 @@ client's limit (qps x 10) dashed. Both against the run's GPUs (ranks) on a log2 
 With --compare, panel (a) shows tCreated and tRunning of both settings (first solid, second dashed)
 and panel (b) both settings' requests. Python 3 standard library only; the same input gives the
 same bytes (numbers printed with two decimals at most, no timestamps). The look follows
-core/scaling_plot.cpp: Okabe and Ito's colours, grey grid, ticks 1, 2, 5 x 10^k.
+core/plot/scaling_plot.cpp: Okabe and Ito's colours, grey grid, ticks 1, 2, 5 x 10^k.
 """
 import argparse
 import collections
