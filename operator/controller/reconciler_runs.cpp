@@ -1,8 +1,6 @@
 // Part of reconcile() (reconciler_internal.hpp): the runs and their attempts: a run's result read
 // from its ConfigMap, the current run driven (its objects, its pods started, its gang awaited), why
 // an attempt failed, and the restart under spec.runPolicy.backoffLimit or the job's failure.
-#include <algorithm>
-
 #include "core/api/job_status.hpp"
 #include "core/report/rank_summary.hpp"
 #include "core/report/report.hpp"
