@@ -51,7 +51,8 @@
 #                                   trainbench:cluster-dns (get/list/watch pods, services, endpoints,
 #                                   endpointslices, namespaces: what a cluster DNS server reads, as
 #                                   kubeadm's system:coredns); the node agents' DNS emulation uses it
-#   audit.log                       the API server's audit log (JSON lines, level Metadata)
+#   audit.log                       the API server's audit log (JSON lines, level Metadata), one
+#                                   file for the control plane's life: never rotated (below)
 #   bin/                            the binaries (kubectl of the same release among them)
 #   etcd/ logs/ pids                etcd's data, each process's log, the process group
 # Environment: CONTROLPLANE_BIN (default: scripts/controlplane.sh --path),
@@ -62,6 +63,11 @@ here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 
 die() { echo "controlplane: $*" >&2; exit 1; }
+
+# kube-apiserver rotates its audit log at --audit-log-maxsize, 100 MB by default: a whole test
+# suite writes more than that, and a test reading audit.log after a rotation had lost its first
+# entries (operator_restart saw a pod "never created"). 1 TB: never; stop checks it did not.
+AUDIT_LOG_MAX_MB=1048576
 
 # A free TCP port on 127.0.0.1 (bound and released: another process may take it before us, which
 # start() meets as a failed start and retries).
@@ -215,7 +221,7 @@ apiserver_command() {
     --kubelet-client-certificate "$p/apiserver-kubelet-client.crt" --kubelet-client-key "$p/apiserver-kubelet-client.key"
     --kubelet-certificate-authority "$p/ca.crt" --kubelet-preferred-address-types InternalIP,ExternalIP,Hostname
     --audit-policy-file "$DIR/audit-policy.yaml" --audit-log-path "$DIR/audit.log" --audit-log-format json
-    --audit-log-mode blocking --profiling=false --cert-dir "$DIR/apiserver-certs")
+    --audit-log-mode blocking --audit-log-maxsize "$AUDIT_LOG_MAX_MB" --profiling=false --cert-dir "$DIR/apiserver-certs")
 }
 
 start_components() {
@@ -381,7 +387,10 @@ main() {
     stop)
       DIR=$(cd "$dir" 2>/dev/null && pwd) || return 0
       stop_processes
+      local rotated
+      rotated=$(cd "$DIR" && ls audit-*.log 2>/dev/null) || true
       rm -rf "$DIR"
+      [ -z "$rotated" ] || die "the API server rotated its audit log ($rotated): tests read audit.log alone"
       ;;
     env)
       DIR=$(cd "$dir" && pwd)
