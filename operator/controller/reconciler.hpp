@@ -89,7 +89,7 @@ struct Decision {
 };
 
 /// Observe, compare with the plan, decide. Pure: no I/O, so every rule of the run policy is
-/// unit-tested (tests/operator/reconciler_test.cpp). The policy is in docs/operator.md.
+/// unit-tested (tests/operator/reconciler*_test.cpp). The policy is in docs/operator.md.
 Decision reconcile(const Observed& observed, const NodeHealth& nodes = NodeHealth{});
 
 std::string format_time(Clock::time_point t);
