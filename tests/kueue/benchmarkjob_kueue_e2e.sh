@@ -123,8 +123,10 @@ WATCH_PID=$!
 PIDS+=("$WATCH_PID")
 
 echo "== 1. low-a is admitted and runs"
-# 40000 steps: low-a must still train when high arrives.
-gpu_job low-a low 40000 | kc apply -f - >/dev/null
+# 12000 steps (x 2 repeats): low-a must still train when high arrives (10-20 s after its run runs;
+# 2 ranks under gloo take 1.5-6 ms a step), and must then rerun them within the wait of step 4: 40000
+# outlasted its 600 s on a busy 2-core machine (a fresh-machine CI-like run).
+gpu_job low-a low 12000 | kc apply -f - >/dev/null
 wait_for 60 admitted low-a || fail "low-a's Workload not admitted: $(kc get workloads -o yaml | tail -40; kc get bj low-a -o yaml | grep -v "^    [a-z]" | tail -60)"
 wl=$(kc get workload "$(workload_of low-a)" -o json)
 [ "$(jq -r '.metadata.ownerReferences[0].kind + "/" + .metadata.ownerReferences[0].name' <<<"$wl")" = BenchmarkJob/low-a ] ||
