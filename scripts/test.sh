@@ -7,9 +7,43 @@
 #  3. the libFuzzer harnesses (fuzz/, clang, build-fuzz/): each replays its seeds and regression
 #     cases, then fuzzes for TRAINBENCH_FUZZ_SECONDS (30) seconds.
 # Exits non-zero when any test fails.
+#
+# scripts/test.sh --quick: the inner loop (docs/development.md, "Test tiers"): the same build, then
+# every test that needs neither the control plane nor a long real-worker run, and a few end-to-end
+# runs of the real `trainbench` with the real worker. No control plane, no Python venv, no ASan, no
+# fuzzing; CI runs the full command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+tier=full
+case "${1:-}" in
+  "") ;;
+  --quick) tier=quick ;;
+  *) echo "usage: scripts/test.sh [--quick]  (unknown argument: $1)" >&2; exit 2 ;;
+esac
+# ctest_in DIR ARGS...: ctest in DIR; when a test fails, the reasons end the log
+# (scripts/failed-test-output.sh) and the script fails.
+ctest_in() {
+  local dir=$1
+  shift
+  (cd "$dir" && ctest "$@") || { bash scripts/failed-test-output.sh "$dir"; return 1; }
+}
 bash scripts/install-deps.sh
+if [[ $tier == quick ]]; then
+  echo "== build (RelWithDebInfo) =="
+  bash scripts/build.sh -DTRAINBENCH_BUILD_TESTS=ON
+  # Left out: every label that needs the control plane or a tool built for it, and the test
+  # programs whose cases each train the real worker for many seconds (the e2e suites of cli/ and
+  # worker/; ExampleRun, ProgramRun: examples and Python programs).
+  heavy_labels='^(controlplane|chaos|scale|images|kueue|metrics|helm|dashboard|probe|e2e)$'
+  heavy_suites='(^|[./])(DdpCorrectness|WorkerRun|WorkerMetricsE2E|RealWorkerTest|CliParadigms|ModelsRun|PrecisionRun|HybridPsRun|HangRun|StragglerE2e|NodeLaunch|AllreduceE2e|ExampleRun|ProgramRun)\.'
+  echo "== quick tier: unit tests and fake-worker end-to-end runs =="
+  ctest_in build --output-on-failure --timeout 300 -j"${CTEST_JOBS:-2}" -LE "$heavy_labels" -E "$heavy_suites"
+  echo "== quick tier: a few real-worker end-to-end runs =="
+  # The seed-style sweep report, a killed rank cleaned up, all-reduce's bus bandwidth, a hang named.
+  quick_e2e='^(RealWorkerTest\.(MlpSweepProducesSeedStyleReport|KilledRankFailsTheRunAndNothingIsLeftBehind)|AllreduceE2e\.TwoRanksReportBusbwAgainstTheCopyLimit|HangRun\.DdpStoppedRankIsNamedAndEverythingStops)$'
+  ctest_in build --output-on-failure --timeout 300 -R "$quick_e2e"
+  exit 0
+fi
 echo "== the Kubernetes control plane for the controlplane tests (built once per machine) =="
 bash scripts/controlplane.sh
 echo "== Python PyTorch for the program-workload examples (scripts/python-torch.sh: made once per machine) =="
@@ -24,13 +58,6 @@ echo "== tests =="
 # on a pod or a watch the other computes. Tests that need the CPU or the API server to themselves
 # (the CLI's real-worker runs, the Prometheus timing comparison, the soak, the API-server restart)
 # are RUN_SERIAL in their CMakeLists and run alone.
-# ctest_in DIR ARGS...: ctest in DIR; when a test fails, the reasons end the log
-# (scripts/failed-test-output.sh) and the script fails.
-ctest_in() {
-  local dir=$1
-  shift
-  (cd "$dir" && ctest "$@") || { bash scripts/failed-test-output.sh "$dir"; return 1; }
-}
 ctest_in build --output-on-failure --timeout 600 -j"${CTEST_JOBS:-2}"
 
 echo "== core/ and operator/ tests under AddressSanitizer + UBSan =="
