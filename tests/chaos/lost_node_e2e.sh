@@ -17,10 +17,8 @@ CHART_SCOPE=cluster
 GRACE=60
 start_cluster --node n1 --node n2 --node n3
 
-# Long enough that the run still trains when its node is taken away, on any machine: the polyglot
-# machines run the MLP's step in 0.7 ms, and 1500 steps x 2 repeats had ended within 5 s, before
-# the loss (CI-like run, 2026-11-28); 20000 x 2 take 25-60 s there.
-STEPS=20000
+# The runs wait at their first step (lib.sh's held_job): each still trains when its node is taken
+# away, on any machine; the first job's second attempt is let go once the run was restarted.
 node_of() { kc get pod "$1" -o jsonpath='{.spec.nodeName}'; }
 node_ready() { kc get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}'; }
 all_running() { [ "$(kc get pods -l "trainbench.dev/job=$1,trainbench.dev/attempt=0" -o jsonpath='{.items[*].status.phase}')" = "Running Running Running" ]; }
@@ -29,6 +27,7 @@ jpath() { kc get bj "$1" -o jsonpath="$2"; }
 # take_node_of JOB: waits until the first attempt's 3 pods run, takes the node of trainer 1 away.
 take_node_of() {
   wait_for 120 all_running "$1" || fail "$1: pods not running: $(kc get pods -o wide)"
+  wait_held 120 "$1" 0 2 || fail "$1: its ranks do not train: $(kc get pods -o wide)"
   LOST=$(node_of "$1-r0-a0-trainer-1")
   [ -n "$LOST" ] || fail "trainer 1 of $1 has no node"
   ON_LOST=$(kc get pods -l "trainbench.dev/job=$1" -o jsonpath="{.items[?(@.spec.nodeName==\"$LOST\")].metadata.name}")
@@ -45,13 +44,14 @@ pods_gone() { for p in "$@"; do pod_gone "$p" || return 1; done; }
 
 # ---- 1: restart on the remaining nodes, then Succeeded ----
 JOB=lost
-mlp_job "$JOB" "$STEPS" "{backoffLimit: 1, collectiveTimeoutSeconds: 300}" "{nodes: 2, devicesPerNode: 1}" >"$WORK/job.yaml"
+held_job "$JOB" "{backoffLimit: 1, collectiveTimeoutSeconds: 300}" "{nodes: 2, devicesPerNode: 1}" >"$WORK/job.yaml"
 kc apply -f "$WORK/job.yaml" >/dev/null
 take_node_of "$JOB"
 t0=$SECONDS
 restarted() { [ "$(jpath "$JOB" '{.status.runs[0].restarts}')" = 1 ]; }
 wait_for 60 restarted || fail "run not restarted after the node was lost: $(jpath "$JOB" '{.status}')"
 echo "run restarted $((SECONDS - t0)) s after the node turned Unknown"
+release_run "$JOB" 0
 msg=$(jpath "$JOB" '{.status.runs[0].message}')
 [[ "$msg" == *"node $LOST lost: Ready=Unknown"*"NodeStatusUnknown"* ]] || fail "restart message: $msg"
 ev=$(kc get events --field-selector "involvedObject.name=$JOB,reason=RunRestarted" -o jsonpath='{.items[*].message}')
@@ -63,7 +63,7 @@ a1_nodes=$(kc get pods -l "trainbench.dev/job=$JOB,trainbench.dev/attempt=1" -o 
 [[ " $a1_nodes " != *" $LOST "* ]] || fail "attempt 1 scheduled to the lost node: $a1_nodes"
 # shellcheck disable=SC2086
 wait_for 30 pods_gone $ON_LOST || fail "pods on the lost node left: $(kc get pods -o wide)"
-wait_for 300 phase_is "$JOB" Succeeded || fail "job did not succeed: $(jpath "$JOB" '{.status}')"
+wait_phase "$JOB" Succeeded || fail "job did not succeed: $(jpath "$JOB" '{.status}')"
 [ "$(jpath "$JOB" '{.status.report.runs[0].phase}')" = Succeeded ] || fail "report"
 [ "$(jpath "$JOB" '{.status.report.runs[0].ranks[*].rank}')" = "0 1" ] || fail "rank rows"
 for p in "$JOB-r0-a1-master" "$JOB-r0-a1-trainer-0" "$JOB-r0-a1-trainer-1"; do
@@ -76,7 +76,7 @@ FIRST_LOST=$LOST
 
 # ---- 2: backoffLimit 0: Failed, reason NodeLost ----
 JOB=lostfail
-mlp_job "$JOB" "$STEPS" "{backoffLimit: 0, collectiveTimeoutSeconds: 300}" "{nodes: 2, devicesPerNode: 1}" >"$WORK/job2.yaml"
+held_job "$JOB" "{backoffLimit: 0, collectiveTimeoutSeconds: 300}" "{nodes: 2, devicesPerNode: 1}" >"$WORK/job2.yaml"
 kc apply -f "$WORK/job2.yaml" >/dev/null
 take_node_of "$JOB"
 [ "$LOST" != "$FIRST_LOST" ] || fail "a pod ran on the node lost before"

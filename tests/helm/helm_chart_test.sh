@@ -616,7 +616,7 @@ mlp_job tiny 4 "{backoffLimit: 0, cleanPodPolicy: All}" "{nodes: 1, devicesPerNo
 echo "  baseline: {configMap: {name: tiny-base}}" >>"$WORK/tiny.yaml"
 kc create configmap tiny-base --from-literal=report='not a report' >/dev/null
 kc apply -f "$WORK/tiny.yaml" >/dev/null
-wait_for 180 phase_is tiny Succeeded || fail "job tiny: $(kc get bj tiny -o jsonpath='{.status}')"
+wait_phase tiny Succeeded || fail "job tiny: $(kc get bj tiny -o jsonpath='{.status}')"
 wait_for 30 no_pods_of tiny || fail "tiny's pods remain (cleanPodPolicy All)"
 expect "tiny's runs" "$(kc get bj tiny -o jsonpath='{.status.report.runs[*].phase}')" "Succeeded Succeeded"
 has_regressed() { [ -n "$(kc get bj tiny -o jsonpath='{.status.conditions[?(@.type=="Regressed")].reason}')" ]; }

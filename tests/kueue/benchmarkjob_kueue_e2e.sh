@@ -81,9 +81,10 @@ metadata: {name: tb-$ID-high}
 value: 1000
 EOF
 
-# gpu_job NAME PRIORITY STEPS: one run of 2 trainers x 1 GPU each, queued in LocalQueue team.
+# gpu_job NAME PRIORITY: one run of 2 trainers x 1 GPU each, queued in LocalQueue team: lib.sh's
+# held_job, which waits at its first step until the test lets it go (release_run).
 gpu_job() {
-  mlp_job "$1" "$3" "{backoffLimit: 0, collectiveTimeoutSeconds: 60, schedulingTimeoutSeconds: 120}" \
+  held_job "$1" "{backoffLimit: 0, collectiveTimeoutSeconds: 60, schedulingTimeoutSeconds: 120}" \
     "{nodes: 2, devicesPerNode: 1}" |
     sed -e "s|^metadata: {name: $1}|metadata: {name: $1, labels: {kueue.x-k8s.io/queue-name: team, kueue.x-k8s.io/priority-class: tb-$ID-$2}}|" \
       -e 's|  template: {image: trainbench/worker:0.1.0}|  template: {image: trainbench/worker:0.1.0, resources: {limits: {nvidia.com/gpu: 1}}}|'
@@ -123,10 +124,11 @@ WATCH_PID=$!
 PIDS+=("$WATCH_PID")
 
 echo "== 1. low-a is admitted and runs"
-# 12000 steps (x 2 repeats): low-a must still train when high arrives (10-20 s after its run runs;
-# 2 ranks under gloo take 1.5-6 ms a step), and must then rerun them within the wait of step 4: 40000
-# outlasted its 600 s on a busy 2-core machine (a fresh-machine CI-like run).
-gpu_job low-a low 12000 | kc apply -f - >/dev/null
+# low-a waits at its first step until it has been preempted: it trains when high arrives, on any
+# machine; its rerun, and the other two jobs, go straight through.
+release_run low-b 0
+release_run high 0
+gpu_job low-a low | kc apply -f - >/dev/null
 wait_for 60 admitted low-a || fail "low-a's Workload not admitted: $(kc get workloads -o yaml | tail -40; kc get bj low-a -o yaml | grep -v "^    [a-z]" | tail -60)"
 wl=$(kc get workload "$(workload_of low-a)" -o json)
 [ "$(jq -r '.metadata.ownerReferences[0].kind + "/" + .metadata.ownerReferences[0].name' <<<"$wl")" = BenchmarkJob/low-a ] ||
@@ -138,9 +140,10 @@ wait_for 30 suspend_is low-a false || fail "low-a's spec.suspend not false after
 wait_for 120 phase_is low-a Running || fail "low-a not running: $(status low-a phase)"
 run_running() { [ "$(status "$1" 'runs[0].phase')" = Running ]; }
 wait_for 120 run_running low-a || fail "low-a's run not running: $(status low-a runs)"
+wait_held 120 low-a 0 2 || fail "low-a's ranks do not train: $(kc get pods -o wide)"
 
 echo "== 2. low-b waits for the quota"
-gpu_job low-b low 300 | kc apply -f - >/dev/null
+gpu_job low-b low | kc apply -f - >/dev/null
 wait_for 30 suspend_is low-b true || fail "low-b not suspended while its Workload waits"
 wait_for 30 phase_is low-b Suspended || fail "low-b's phase: $(status low-b phase)"
 kc get bj low-b -o jsonpath='{.status.conditions[?(@.type=="Suspended")].message}' | grep -q "waits for Kueue's admission in LocalQueue team" ||
@@ -150,21 +153,22 @@ no_pods_of low-b || fail "low-b has pods while it waits"
 [ "$(wl_condition low-b QuotaReserved)" != True ] || fail "low-b's Workload reserved quota beside low-a's"
 
 echo "== 3. high preempts low-a"
-gpu_job high high 300 | kc apply -f - >/dev/null
+gpu_job high high | kc apply -f - >/dev/null
 evicted() { [ "$(wl_condition low-a Evicted)" = True ] || [ "$(status low-a 'runs[0].interruptions')" = 1 ]; }
 wait_for 60 evicted || fail "low-a was not evicted: $(kc get workload "$(workload_of low-a)" -o jsonpath='{.status.conditions}')"
 wait_for 30 suspend_is low-a true || fail "the operator did not suspend the evicted low-a"
 wait_for 60 no_pods_of low-a || fail "low-a's pods remain after its eviction: $(kc get pods -o name)"
-wait_for 240 phase_is high Succeeded || fail "high did not succeed: $(status high phase) $(status high conditions)"
+release_run low-a 0
+wait_phase high Succeeded || fail "high did not succeed: $(status high phase) $(status high conditions)"
 [ "$(wl_condition high Finished)" = True ] || wait_for 30 eval '[ "$(wl_condition high Finished)" = True ]' ||
   fail "high's Workload is not Finished: $(kc get workload "$(workload_of high)" -o jsonpath='{.status.conditions}')"
 [ "$(status low-a 'runs[0].restarts')" = 0 ] || fail "an eviction counted as a restart: $(status low-a 'runs[0]')"
 
 echo "== 4. low-a runs again, then low-b"
-wait_for 600 phase_is low-a Succeeded || fail "low-a did not succeed: $(status low-a phase) $(status low-a conditions)"
+wait_phase low-a Succeeded || fail "low-a did not succeed: $(status low-a phase) $(status low-a conditions)"
 [ "$(status low-a 'runs[0].attempt')/$(status low-a 'runs[0].interruptions')" = 1/1 ] ||
   fail "low-a's run after its eviction: $(status low-a 'runs[0]')"
-wait_for 300 phase_is low-b Succeeded || fail "low-b did not succeed: $(status low-b phase) $(status low-b conditions)"
+wait_phase low-b Succeeded || fail "low-b did not succeed: $(status low-b phase) $(status low-b conditions)"
 for j in low-a low-b high; do
   [ "$(status "$j" 'report.runs[0].worldSize')" = 2 ] || fail "$j's report: $(status "$j" report | cut -c1-300)"
   wait_for 30 eval "[ \"\$(wl_condition $j Finished)\" = True ]" || fail "$j's Workload is not Finished"

@@ -176,7 +176,7 @@ curl -sf "http://$OP_METRICS/metrics" >"$WORK/operator.prom" || fail "scraping t
 "$PROMTOOL" check metrics <"$WORK/operator.prom" >"$WORK/promtool-operator.txt" 2>&1 ||
   fail "promtool check metrics (operator): $(cat "$WORK/promtool-operator.txt")"
 
-wait_for 300 phase_is "$JOB" Succeeded || fail "job did not succeed: $(kc get bj $JOB -o jsonpath='{.status}')"
+wait_phase "$JOB" Succeeded || fail "job did not succeed: $(kc get bj $JOB -o jsonpath='{.status}')"
 # The last values of run 1's workers reach Prometheus while they linger.
 sel="benchmark_job=\"$JOB\""
 wait_for 60 scalar_is "count(last_over_time(trainbench_steps_total{$sel,run=\"1\"}[10m]) == $((WARMUP + REPEATS * MEASURE)))" 2 ||

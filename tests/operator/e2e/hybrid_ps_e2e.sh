@@ -52,7 +52,7 @@ jq -e '[.items[] | select(.metadata.labels["trainbench.dev/role"] == "parameter-
         | .spec.containers[0].command == ["trainbench-worker"] and .spec.automountServiceAccountToken == false
           and .spec.securityContext.runAsNonRoot == true] | all' "$WORK/pods.json" >/dev/null ||
   fail "parameter-server pods: $(jq -c '[.items[] | {name: .metadata.name, spec: .spec.containers[0].command}]' "$WORK/pods.json")"
-wait_for 300 phase_is "$JOB" Succeeded || fail "job did not succeed: $(kc get bj $JOB -o jsonpath='{.status}')"
+wait_phase "$JOB" Succeeded || fail "job did not succeed: $(kc get bj $JOB -o jsonpath='{.status}')"
 
 # The report: 2 trainers (ranks 0, 1) with losses, 2 servers (ranks 2, 3) that served every lookup:
 # 2 trainers x 4 measured steps = 8 requests each.

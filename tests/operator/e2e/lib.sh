@@ -14,6 +14,8 @@ KUBECTL=${KUBECTL:-kubectl}
 E2E_BACKEND=controlplane  # the only one since kubesim was retired; scripts still name it
 NS=default  # the test's namespace (its own, set by start_cluster)
 
+# held_job's Python PyTorch (scripts/python-torch.sh), found under the real HOME before the test's own.
+HELD_PY=$(bash "$REPO/scripts/python-torch.sh" --path 2>/dev/null) || HELD_PY=""
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tb-e2e.XXXXXX")
 export HOME="$WORK/home" KUBECACHEDIR="$WORK/kubecache"
 mkdir -p "$HOME"
@@ -277,6 +279,34 @@ mlp_job() {
   printf '%s\n' "  masterPort: 29500" "  template: {image: trainbench/worker:0.1.0}" "  runPolicy: $policy"
 }
 
+# held_job NAME RUN_POLICY SWEEP_ENTRY...: a BenchmarkJob (YAML on stdout) whose one workload,
+# "held", is tests/operator/e2e/held_program.py on the probe library (Python PyTorch of
+# scripts/python-torch.sh, for the master's store): each run trains until its first step, says so
+# (wait_held) and waits there until the test lets it go (release_run), then runs its 2 x 20 steps
+# in a fraction of a second. The run is training when the test acts and finishes soon after it,
+# on a fast machine or a slow one.
+HOLD_DIR="$WORK/hold"
+held_job() {
+  local name=$1 policy=$2 entry py=$HELD_PY
+  shift 2
+  [ -n "$py" ] || fail "held_job needs Python PyTorch: bash scripts/python-torch.sh"
+  mkdir -p "$HOLD_DIR"
+  printf '%s\n' "apiVersion: trainbench.dev/v1alpha1" "kind: BenchmarkJob" "metadata: {name: $name}" "spec:" \
+    "  benchmark: {batchSizePerDevice: 8, warmupSteps: 2, measureSteps: 20, repeats: 2}" "  sweep:"
+  for entry in "$@"; do echo "    - $entry"; done
+  printf '%s\n' "  masterPort: 29500" "  template: {image: trainbench/worker:0.1.0}" "  runPolicy: $policy" \
+    "  workloads:" "    - name: held" "      program:" \
+    "        command: [\"$py\", \"$REPO/tests/operator/e2e/held_program.py\"]" \
+    "        env: [{name: PYTHONPATH, value: \"$REPO/python\"}, {name: HOLD_DIR, value: \"$HOLD_DIR\"}]"
+}
+# held JOB INDEX RANKS: RANKS ranks of run INDEX of JOB wait at their first step.
+held() { [ "$(find "$HOLD_DIR" -maxdepth 1 -name "$1-r$2.rank*.held" | wc -l)" -ge "$3" ]; }
+# wait_held SECONDS JOB INDEX RANKS: until held (a run's start includes its pods' scheduling and
+# Python's import of torch).
+wait_held() { wait_for "$1" held "$2" "$3" "$4"; }
+# release_run JOB INDEX: run INDEX of JOB (and every later attempt of it) goes on.
+release_run() { mkdir -p "$HOLD_DIR" && touch "$HOLD_DIR/$1-r$2"; }
+
 # start_operator [FLAGS]: also the words of $OPERATOR_FLAGS (a script's own settings).
 start_operator() {
   # shellcheck disable=SC2086
@@ -298,3 +328,23 @@ wait_for() {
 }
 
 phase_is() { [ "$(kc get bj "$1" -o jsonpath='{.status.phase}')" = "$2" ]; }
+
+# wait_phase JOB PHASE [STALL_SECONDS]: until JOB's phase is PHASE. It follows the job, not the
+# clock: it fails only when nothing of the job's progress (its phase, its runs' phases and
+# attempts, the current run's stage, repeat and step, the progress's update time) changed for
+# STALL_SECONDS (default 180), so a slow or busy machine makes the wait longer, never a failure.
+wait_phase() {
+  local job=$1 want=$2 stall=${3:-180} last="" now end
+  local fields='{.status.phase}|{.status.runs[*].phase}|{.status.runs[*].attempt}|{.status.progressDetail.currentRun.stage}|{.status.progressDetail.currentRun.repeat}|{.status.progressDetail.currentRun.step}|{.status.progressDetail.lastUpdateTime}'
+  end=$((SECONDS + stall))
+  while :; do
+    now=$(kc get bj "$job" -o jsonpath="$fields" 2>/dev/null) || now=$last
+    [ "${now%%|*}" != "$want" ] || return 0
+    if [ "$now" != "$last" ]; then
+      last=$now
+      end=$((SECONDS + stall))
+    fi
+    [ $SECONDS -lt $end ] || { echo "wait_phase $job $want: no progress for $stall s: $now" >&2; return 1; }
+    sleep 0.5
+  done
+}

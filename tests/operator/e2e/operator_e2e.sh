@@ -26,7 +26,7 @@ done
 owner=$(kc get pod "$JOB-r1-a0-master" -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}')
 [ "$owner" = "BenchmarkJob/$JOB" ] || fail "master's owner: $owner"
 
-wait_for 240 phase_is "$JOB" Succeeded || fail "job did not succeed: $(kc get bj $JOB -o jsonpath='{.status}')"
+wait_phase "$JOB" Succeeded || fail "job did not succeed: $(kc get bj $JOB -o jsonpath='{.status}')"
 
 # kubectl get bj: printer columns.
 table=$(kc get bj "$JOB")
@@ -106,7 +106,7 @@ mlp_job progress "$STEPS" "{backoffLimit: 0, collectiveTimeoutSeconds: 60}" "{no
   "{nodes: 2, devicesPerNode: 1}" >"$WORK/progress.yaml"
 wait_for 20 grep -q operator-mlp "$WORK/watch.json" || fail "the watch did not start: $(cat "$WORK/watch.err")"
 kc apply -f "$WORK/progress.yaml" >/dev/null
-wait_for 300 phase_is progress Succeeded || fail "progress job did not succeed: $(kc get bj progress -o jsonpath='{.status}')"
+wait_phase progress Succeeded || fail "progress job did not succeed: $(kc get bj progress -o jsonpath='{.status}')"
 kc get bj progress
 sleep 1 # the watch brings the last version
 kill "$WATCH_PID" 2>/dev/null || true

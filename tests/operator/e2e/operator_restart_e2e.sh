@@ -6,8 +6,11 @@ source "$(dirname "$0")/lib.sh"
 
 start_cluster
 JOB=survivor
-mlp_job "$JOB" 2000 "{backoffLimit: 0, collectiveTimeoutSeconds: 60}" \
-  "{nodes: 1, devicesPerNode: 1, paradigm: none}" "{nodes: 2, devicesPerNode: 1}" >"$WORK/job.yaml"
+# Run 0 goes straight through; run 1 waits at its first step until the second restart is done
+# (lib.sh's held_job), so its workers train while the operator is killed, on any machine.
+release_run "$JOB" 0
+held_job "$JOB" "{backoffLimit: 0, collectiveTimeoutSeconds: 60}" \
+  "{nodes: 1, devicesPerNode: 1}" "{nodes: 2, devicesPerNode: 1}" >"$WORK/job.yaml"
 restart_operator() {
   kill -KILL "$OPERATOR_PID"
   wait "$OPERATOR_PID" 2>/dev/null || true
@@ -23,9 +26,11 @@ restart_operator  # 1: while the first run's objects are being created
 wait_for 180 kc get pod "$JOB-r1-a0-trainer-1" || fail "run 1's pods were not created: $(kc get bj $JOB -o jsonpath='{.status}')"
 trainer_running() { [ "$(pod_phase "$JOB-r1-a0-trainer-1")" = Running ]; }
 wait_for 60 trainer_running || fail "run 1 not running"
+wait_held 120 "$JOB" 1 2 || fail "run 1's ranks do not train: $(kc get pods -o wide)"
 restart_operator
+release_run "$JOB" 1
 
-wait_for 300 phase_is "$JOB" Succeeded || fail "job did not succeed: $(kc get bj $JOB -o jsonpath='{.status}')"
+wait_phase "$JOB" Succeeded || fail "job did not succeed: $(kc get bj $JOB -o jsonpath='{.status}')"
 
 # A complete report: both runs, every rank of the 2-rank run, each with all measured steps.
 [ "$(kc get bj "$JOB" -o jsonpath='{.status.report.runs[*].phase}')" = "Succeeded Succeeded" ] || fail "report runs"

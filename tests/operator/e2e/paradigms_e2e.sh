@@ -33,7 +33,7 @@ spec:
   runPolicy: {backoffLimit: 0}
 YAML
 kc apply -f "$WORK/job.yaml" >/dev/null
-wait_for 300 phase_is "$JOB" Succeeded || fail "job did not succeed: $(kc get bj $JOB -o jsonpath='{.status}')"
+wait_phase "$JOB" Succeeded || fail "job did not succeed: $(kc get bj $JOB -o jsonpath='{.status}')"
 report=$(kc get bj "$JOB" -o jsonpath='{.status.report}')
 jq -e '.runs | length == 4' <<<"$report" >/dev/null || fail "report runs: $(jq -c '.runs | length' <<<"$report")"
 jq -e '[.runs[].phase] == ["Succeeded","Succeeded","Succeeded","Succeeded"]' <<<"$report" >/dev/null || fail "phases: $(jq -c '[.runs[].phase]' <<<"$report")"

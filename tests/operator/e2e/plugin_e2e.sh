@@ -43,7 +43,7 @@ follow_pid=$!
 PIDS+=($follow_pid)
 
 for j in base test; do
-  wait_for 240 phase_is "$j" Succeeded || fail "job $j did not succeed: $(kc get bj "$j" -o jsonpath='{.status}')"
+  wait_phase "$j" Succeeded || fail "job $j did not succeed: $(kc get bj "$j" -o jsonpath='{.status}')"
   kc get bj "$j" -o json | jq '.status.report' >"$WORK/$j.json"
 done
 follow_ended() { ! kill -0 "$follow_pid" 2>/dev/null; }

@@ -27,7 +27,7 @@ program_job() {  # NAME SCRIPT HANG: a job of the built-in mlp and a program on 
 
 JOB=frameworks
 program_job "$JOB" "$REPO/examples/programs/python_ddp.py" 60 | kc apply -f - >/dev/null
-wait_for 400 phase_is "$JOB" Succeeded ||
+wait_phase "$JOB" Succeeded ||
   fail "job not Succeeded: $(kc get bj "$JOB" -o jsonpath='{.status}') $(kc get pods -o wide)"
 report=$(kc get bj "$JOB" -o jsonpath='{.status.report}')
 echo "$report" | jq -c '.runs[] | {label: .label, workload, phase, speedupBaselineRun, sec: .secPerIter.p50, ranks: (.ranks | length)}'
@@ -55,7 +55,7 @@ printf '%s\n' "apiVersion: trainbench.dev/v1alpha1" "kind: BenchmarkJob" "metada
   "        command: [\"$PY\", \"$REPO/examples/programs/deepspeed_zero.py\"]" \
   "        env: [{name: PYTHONPATH, value: \"$REPO/python\"}, {name: TORCH_EXTENSIONS_DIR, value: \"$TORCH_EXTENSIONS\"}]" |
   kc apply -f - >/dev/null || fail "sharded job not applied"
-wait_for 400 phase_is "$JOB" Succeeded ||
+wait_phase "$JOB" Succeeded ||
   fail "sharded job not Succeeded: $(kc get bj "$JOB" -o jsonpath='{.status}')"
 report=$(kc get bj "$JOB" -o jsonpath='{.status.report}')
 echo "$report" | jq -c '.runs[] | {label: .label, phase, state: [.ranks[].optimizerStateBytes]}'

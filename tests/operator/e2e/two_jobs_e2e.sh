@@ -18,7 +18,7 @@ both_running() {
 }
 wait_for 120 both_running || fail "the two jobs' pods did not run at the same time: $(kc get pods -o wide)"
 for j in alpha beta; do
-  wait_for 240 phase_is "$j" Succeeded || fail "job $j did not succeed: $(kc get bj $j -o jsonpath='{.status}')"
+  wait_phase "$j" Succeeded || fail "job $j did not succeed: $(kc get bj $j -o jsonpath='{.status}')"
   [ "$(kc get bj "$j" -o jsonpath='{.status.report.runs[0].ranks[*].rank}')" = "0 1" ] || fail "$j: rank rows"
   [ "$(kc get bj "$j" -o jsonpath='{.status.runs[0].restarts}')" = 0 ] || fail "$j: restarted"
 done

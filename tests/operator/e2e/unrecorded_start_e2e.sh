@@ -13,10 +13,9 @@ FAULT_RULES='{"seed": 1, "rules": [{"fault": "reset-before", "verbs": ["create"]
 LEASE=(--leader-elect-lease-duration 3 --leader-elect-renew-deadline 2 --leader-elect-retry-period 1)
 OPERATOR_FLAGS="${LEASE[*]}"
 start_cluster --node n1 --node n2
-# 8000 steps (x 2 repeats): attempt 0 still trains when its pod is killed a few seconds after it
-# runs, and the rerun ends well within the wait below on 2 busy cores (2 ranks under gloo take 2-6 ms
-# a step there: 20000 outlasted a 240 s wait in a fresh-machine CI-like run).
-mlp_job u 8000 "{backoffLimit: 2, collectiveTimeoutSeconds: 60}" "{nodes: 2, devicesPerNode: 1}" >"$WORK/u.yaml"
+# Attempt 0 waits at its first step (lib.sh's held_job), so it still trains when its pod is
+# killed; the test lets the run go before the next leader starts, so the rerun ends soon after.
+held_job u "{backoffLimit: 2, collectiveTimeoutSeconds: 60}" "{nodes: 2, devicesPerNode: 1}" >"$WORK/u.yaml"
 kc apply -f "$WORK/u.yaml" >/dev/null
 trainer_running() { [ "$(pod_phase u-r0-a0-trainer-1)" = Running ]; }
 wait_for 60 trainer_running || fail "attempt 0 did not run: $(kc get pods)"
@@ -30,8 +29,9 @@ proxy_admin DELETE /faultproxy/v1/faults >/dev/null || fail "the fault rules sta
 kill_pod u-r0-a0-trainer-1
 trainer_failed() { [ "$(pod_phase u-r0-a0-trainer-1)" = Failed ]; }
 wait_for 30 trainer_failed || fail "the killed pod did not fail"
+release_run u 0
 start_operator
-wait_for 420 phase_is u Succeeded || fail "job u did not succeed: $(kc get bj u -o jsonpath='{.status}')"
+wait_phase u Succeeded || fail "job u did not succeed: $(kc get bj u -o jsonpath='{.status}')"
 [ "$(kc get bj u -o jsonpath='{.status.runs[0].restarts}')" = 1 ] || fail "restarts: $(kc get bj u -o jsonpath='{.status.runs}')"
 events=$(kc get events -o json | jq -r '.items[] | select(.source.component == "trainbench-operator") | .metadata.name')
 for e in runstarted.r0.a0 runrestarted.r0.a0 runstarted.r0.a1 runsucceeded.r0 jobsucceeded; do
