@@ -28,7 +28,24 @@ cache="${TRAINBENCH_CACHE:-$HOME/.cache/trainbench}"
 dir="$cache/venv/torch-$version-$(cat "$req" "$dsreq" | sha256sum | cut -c1-12)"
 # The downloads (and what older versions of this script left there) once the venv is complete.
 clean_downloads() { rm -rf "$cache/wheels"; }
-if [ -f "$dir/.complete" ]; then clean_downloads; echo "$dir/bin/python"; exit 0; fi
+# DeepSpeed's shared-memory comm op, which deepspeed.init_distributed compiles with g++ the first
+# time it runs on the CPU (torch's JIT extensions): built here, once, into the TORCH_EXTENSIONS_DIR
+# that examples/programs/deepspeed_zero.py and the tests use, so no run waits on a compile (a
+# minute on 2 idle cores, over 4 on a fresh machine's busy ones, where a job's hang watch named the
+# compiling ranks: controlplane.operator.e2e.program, 2026-12-07).
+ds_ops="$cache/torch_extensions"
+build_ds_ops() {
+  [ ! -f "$ds_ops/deepspeed_shm_comm/deepspeed_shm_comm.so" ] || return 0
+  echo "python-torch: compiling DeepSpeed's shm comm op into $ds_ops (once)" >&2
+  TORCH_EXTENSIONS_DIR="$ds_ops" "$dir/bin/python" -c \
+    'from deepspeed.comm.torch import build_shm_op; assert build_shm_op() is not None, "no shm op"' >&2
+}
+if [ -f "$dir/.complete" ]; then
+  [ "${1:-}" = --path ] || build_ds_ops
+  clean_downloads
+  echo "$dir/bin/python"
+  exit 0
+fi
 [ "${1:-}" != --path ] || { echo "python-torch: $dir not made (run scripts/python-torch.sh)" >&2; exit 1; }
 
 py=$(command -v python3) || { echo "python-torch: python3 is needed" >&2; exit 1; }
@@ -50,6 +67,7 @@ DS_BUILD_OPS=0 "$dir/bin/python" -m pip install --quiet --disable-pip-version-ch
   --find-links "$wheels" --no-build-isolation --require-hashes -r "$dsreq" >&2
 "$dir/bin/python" -c 'import torch, torch.distributed as d; assert d.is_gloo_available(); print("python-torch:", torch.__version__, torch.__file__)' >&2
 "$dir/bin/python" -c 'import deepspeed; print("python-torch: deepspeed", deepspeed.__version__, deepspeed.__file__)' >&2
+build_ds_ops
 touch "$dir/.complete"
 # Other pins' venvs are not needed any more.
 for old in "$cache"/venv/torch-*; do [ "$old" = "$dir" ] || rm -rf "$old"; done
