@@ -48,7 +48,7 @@ go_after_build() {
   "$1/kwok" --help >/dev/null 2>&1 || { echo "kwok: $1/kwok does not run" >&2; return 1; }
 }
 [ "${1:-}" = --path ] || [ -x "$dir/bin/kwok" ] ||
-  echo "kwok: kwok $pin (cold: about 4 minutes on 2 cores)" >&2
+  echo "kwok: kwok $pin (cold: about a minute on 2 cores after the control plane's build, whose k8s.io packages it shares)" >&2
 go_cached_build "kwok $pin" "$dir" "$mod" "${1:-}" kwok -- -ldflags "$ldflags" sigs.k8s.io/kwok/cmd/kwok
 # Builds of other pins are not needed any more (Go's own cache keeps a rebuild of them quick).
 for old in "$root"/kwok-*; do [ "$old" = "$dir" ] || rm -rf "$old"; done
