@@ -15,7 +15,7 @@ E2E_BACKEND=controlplane  # the only one since kubesim was retired; scripts stil
 NS=default  # the test's namespace (its own, set by start_cluster)
 
 # held_job's Python PyTorch (scripts/python-torch.sh), found under the real HOME before the test's own.
-HELD_PY=$(bash "$REPO/scripts/python-torch.sh" --path 2>/dev/null) || HELD_PY=""
+HELD_PY=$(bash "${REPO:-$(dirname "${BASH_SOURCE[0]}")/../../..}/scripts/python-torch.sh" --path 2>/dev/null) || HELD_PY=""
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tb-e2e.XXXXXX")
 export HOME="$WORK/home" KUBECACHEDIR="$WORK/kubecache"
 mkdir -p "$HOME"
