@@ -110,6 +110,43 @@ CliResult run_cli(const std::vector<std::string>& args, const EnvChanges& env, c
   return r;
 }
 
+CliResult run_cli_following(const std::vector<std::string>& args, const EnvChanges& env, const std::string& dir,
+                            double stall_s) {
+  const Spawned s = spawn(trainbench_exe(), args, env, dir);
+  const auto written = [&s] {
+    std::error_code out_ec, err_ec;
+    const auto out = std::filesystem::file_size(s.out_path, out_ec);
+    const auto err = std::filesystem::file_size(s.err_path, err_ec);
+    return (out_ec ? 0 : out) + (err_ec ? 0 : err);
+  };
+  const auto stall = std::chrono::duration<double>(stall_s);
+  std::uintmax_t last = written();
+  auto stall_end = std::chrono::steady_clock::now() + stall;
+  CliResult r;
+  for (;;) {
+    int st = 0;
+    const pid_t w = ::waitpid(s.pid, &st, WNOHANG);
+    if (w == s.pid && (WIFEXITED(st) || WIFSIGNALED(st))) {
+      r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      break;
+    }
+    if (w < 0 && errno != EINTR) break;
+    const auto now = std::chrono::steady_clock::now();
+    if (const std::uintmax_t n = written(); n != last) {
+      last = n;
+      stall_end = now + stall;
+    } else if (now >= stall_end) {  // nothing written for stall_s: stopped, code -1
+      ::kill(s.pid, SIGKILL);
+      ::waitpid(s.pid, &st, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  r.out = read_file(s.out_path);
+  r.err = read_file(s.err_path);
+  return r;
+}
+
 namespace {
 
 std::vector<pid_t> all_pids() {

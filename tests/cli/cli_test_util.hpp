@@ -48,6 +48,12 @@ struct CliResult {
 CliResult run_cli(const std::vector<std::string>& args, const EnvChanges& env, const std::string& dir,
                   double timeout_s = 60);
 
+/// Runs `trainbench args...` to completion, following its progress instead of the clock: it is
+/// stopped (code -1) only when its stdout and stderr stay unchanged for `stall_s` seconds, so a
+/// slow or busy machine makes the run longer, never a failure.
+CliResult run_cli_following(const std::vector<std::string>& args, const EnvChanges& env, const std::string& dir,
+                            double stall_s);
+
 /// Direct children of `parent` (from /proc/PID/stat), zombies included.
 std::vector<pid_t> children_of(pid_t parent);
 
