@@ -16,6 +16,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "cli_test_util.hpp"
 
@@ -80,8 +81,9 @@ Spawned spawn(const std::string& exe, const std::vector<std::string>& args, cons
   return s;
 }
 
-std::optional<int> wait_exit(pid_t pid, double timeout_s) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+std::optional<int> wait_exit(pid_t pid, double timeout_s, const std::function<bool()>& progressed) {
+  const auto timeout = std::chrono::duration<double>(timeout_s);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     int st = 0;
     const pid_t r = ::waitpid(pid, &st, WNOHANG);
@@ -91,6 +93,7 @@ std::optional<int> wait_exit(pid_t pid, double timeout_s) {
       continue;
     }
     if (r < 0 && errno != EINTR) return std::nullopt;
+    if (progressed && progressed()) deadline = std::chrono::steady_clock::now() + timeout;
     if (std::chrono::steady_clock::now() >= deadline) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, &st, 0);
@@ -113,35 +116,16 @@ CliResult run_cli(const std::vector<std::string>& args, const EnvChanges& env, c
 CliResult run_cli_following(const std::vector<std::string>& args, const EnvChanges& env, const std::string& dir,
                             double stall_s) {
   const Spawned s = spawn(trainbench_exe(), args, env, dir);
-  const auto written = [&s] {
+  std::uintmax_t last = 0;
+  const auto output_grew = [&s, &last] {
     std::error_code out_ec, err_ec;
     const auto out = std::filesystem::file_size(s.out_path, out_ec);
     const auto err = std::filesystem::file_size(s.err_path, err_ec);
-    return (out_ec ? 0 : out) + (err_ec ? 0 : err);
+    const std::uintmax_t n = (out_ec ? 0 : out) + (err_ec ? 0 : err);
+    return n != std::exchange(last, n);
   };
-  const auto stall = std::chrono::duration<double>(stall_s);
-  std::uintmax_t last = written();
-  auto stall_end = std::chrono::steady_clock::now() + stall;
   CliResult r;
-  for (;;) {
-    int st = 0;
-    const pid_t w = ::waitpid(s.pid, &st, WNOHANG);
-    if (w == s.pid && (WIFEXITED(st) || WIFSIGNALED(st))) {
-      r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-      break;
-    }
-    if (w < 0 && errno != EINTR) break;
-    const auto now = std::chrono::steady_clock::now();
-    if (const std::uintmax_t n = written(); n != last) {
-      last = n;
-      stall_end = now + stall;
-    } else if (now >= stall_end) {  // nothing written for stall_s: stopped, code -1
-      ::kill(s.pid, SIGKILL);
-      ::waitpid(s.pid, &st, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  r.code = wait_exit(s.pid, stall_s, output_grew).value_or(-1);
   r.out = read_file(s.out_path);
   r.err = read_file(s.err_path);
   return r;

@@ -35,8 +35,9 @@ Spawned spawn(const std::string& exe, const std::vector<std::string>& args, cons
               const std::string& dir);
 
 /// Waits for `pid` up to `timeout_s`; returns its exit code (128 + signal if killed), or
-/// nullopt on timeout (the process is then SIGKILLed and reaped).
-std::optional<int> wait_exit(pid_t pid, double timeout_s);
+/// nullopt on timeout (the process is then SIGKILLed and reaped). With `progressed`, polled as it
+/// waits, the timeout counts from the last time it returned true.
+std::optional<int> wait_exit(pid_t pid, double timeout_s, const std::function<bool()>& progressed = {});
 
 struct CliResult {
   int code = -1;  ///< -1: timed out

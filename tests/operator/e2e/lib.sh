@@ -14,8 +14,8 @@ KUBECTL=${KUBECTL:-kubectl}
 E2E_BACKEND=controlplane  # the only one since kubesim was retired; scripts still name it
 NS=default  # the test's namespace (its own, set by start_cluster)
 
-# held_job's Python PyTorch (scripts/python-torch.sh), found under the real HOME before the test's own.
-HELD_PY=$(bash "${REPO:-$(dirname "${BASH_SOURCE[0]}")/../../..}/scripts/python-torch.sh" --path 2>/dev/null) || HELD_PY=""
+# Python PyTorch (scripts/python-torch.sh: held_job's, program_e2e's), found under the real HOME before the test's own.
+PYTHON_TORCH=$(bash "${REPO:-$(dirname "${BASH_SOURCE[0]}")/../../..}/scripts/python-torch.sh" --path 2>/dev/null) || PYTHON_TORCH=""
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tb-e2e.XXXXXX")
 export HOME="$WORK/home" KUBECACHEDIR="$WORK/kubecache"
 mkdir -p "$HOME"
@@ -287,7 +287,7 @@ mlp_job() {
 # on a fast machine or a slow one.
 HOLD_DIR="$WORK/hold"
 held_job() {
-  local name=$1 policy=$2 entry py=$HELD_PY
+  local name=$1 policy=$2 entry py=$PYTHON_TORCH
   shift 2
   [ -n "$py" ] || fail "held_job needs Python PyTorch: bash scripts/python-torch.sh"
   mkdir -p "$HOLD_DIR"

@@ -9,9 +9,10 @@
 # the hang timeout, the job fails with reason Hang, and nothing of it is left running.
 # Before lib.sh, which gives the test a HOME (and so a cache) of its own: DeepSpeed's compiled
 # op is kept under the real one.
-PY=$(bash "$REPO/scripts/python-torch.sh" --path) || { echo "FAIL: needs Python PyTorch: bash scripts/python-torch.sh" >&2; exit 1; }
 TORCH_EXTENSIONS=${TRAINBENCH_CACHE:-$HOME/.cache/trainbench}/torch_extensions
 source "$(dirname "$0")/lib.sh"
+PY=$PYTHON_TORCH
+[ -n "$PY" ] || fail "needs Python PyTorch: bash scripts/python-torch.sh"
 start_cluster
 
 program_job() {  # NAME SCRIPT HANG: a job of the built-in mlp and a program on 1 and 2 ranks
