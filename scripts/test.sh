@@ -3,8 +3,9 @@
 #  0. the real Kubernetes control plane (scripts/controlplane.sh: from the Go module proxy, cached)
 #     and Python PyTorch for the examples whose workloads are Python programs (scripts/python-torch.sh);
 #  1. the full build (core, cli, worker) and all ctest tests (label controlplane: on that control plane);
-#  2. core/ and operator/ rebuilt with AddressSanitizer + UBSan, their unit tests run again;
-#  3. the libFuzzer harnesses (fuzz/, clang, build-fuzz/): each replays its seeds and regression
+#  2. core/ and operator/ rebuilt with clang, AddressSanitizer + UBSan (build-fuzz/), their unit
+#     tests run again;
+#  3. the libFuzzer harnesses in that same tree (fuzz/): each replays its seeds and regression
 #     cases, then fuzzes for TRAINBENCH_FUZZ_SECONDS (30) seconds.
 # Exits non-zero when any test fails.
 #
@@ -60,15 +61,16 @@ echo "== tests =="
 # are RUN_SERIAL in their CMakeLists and run alone.
 ctest_in build --output-on-failure --timeout 600 -j"${CTEST_JOBS:-2}"
 
-echo "== core/ and operator/ tests under AddressSanitizer + UBSan =="
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTRAINBENCH_BUILD_WORKER=OFF -DTRAINBENCH_SANITIZE=ON >/dev/null
-cmake --build build-asan -j"$jobs" --target core_tests crd_tests controller_tests operator_runtime_tests trainbench_kube_tests operator_metrics_tests telemetry_tests
+echo "== core/ and operator/ tests, then the fuzz harnesses, under AddressSanitizer + UBSan =="
+# One clang tree for both (build-fuzz/, scripts/fuzz.sh): the libraries are compiled once, with
+# ASan + UBSan and libFuzzer's coverage, and linked into the unit tests and into the harnesses.
+bash scripts/fuzz.sh --build-only
+cmake --build build-fuzz -j"$jobs" --target core_tests crd_tests controller_tests operator_runtime_tests trainbench_kube_tests operator_metrics_tests telemetry_tests
 # The control-plane and end-to-end tests run in the normal build above.
 lsan_supp="$PWD/.ci/lsan.supp"  # library-internal leaks only, each explained there
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   LSAN_OPTIONS="suppressions=$lsan_supp:print_suppressions=0" \
-  ctest_in build-asan --output-on-failure -L "^(core|crd|operator|kube|telemetry)$" -E "e2e|controlplane" -j"$jobs"
+  ctest_in build-fuzz --output-on-failure -L "^(core|crd|operator|kube|telemetry)$" -E "e2e|controlplane" -j"$jobs"
 
 echo "== fuzz harnesses (libFuzzer + ASan + UBSan, ${TRAINBENCH_FUZZ_SECONDS:-30} s each) =="
-bash scripts/fuzz.sh --build-only
 ctest_in build-fuzz --output-on-failure -L fuzz -j"$jobs"
