@@ -103,29 +103,21 @@ std::optional<int> wait_exit(pid_t pid, double timeout_s, const std::function<bo
   }
 }
 
-CliResult run_cli(const std::vector<std::string>& args, const EnvChanges& env, const std::string& dir,
-                  double timeout_s) {
-  const Spawned s = spawn(trainbench_exe(), args, env, dir);
-  CliResult r;
-  r.code = wait_exit(s.pid, timeout_s).value_or(-1);
-  r.out = read_file(s.out_path);
-  r.err = read_file(s.err_path);
-  return r;
-}
-
-CliResult run_cli_following(const std::vector<std::string>& args, const EnvChanges& env, const std::string& dir,
-                            double stall_s) {
-  const Spawned s = spawn(trainbench_exe(), args, env, dir);
-  std::uintmax_t last = 0;
-  const auto output_grew = [&s, &last] {
+std::function<bool()> output_grows(const Spawned& s) {
+  return [out_path = s.out_path, err_path = s.err_path, last = std::uintmax_t{0}]() mutable {
     std::error_code out_ec, err_ec;
-    const auto out = std::filesystem::file_size(s.out_path, out_ec);
-    const auto err = std::filesystem::file_size(s.err_path, err_ec);
+    const auto out = std::filesystem::file_size(out_path, out_ec);
+    const auto err = std::filesystem::file_size(err_path, err_ec);
     const std::uintmax_t n = (out_ec ? 0 : out) + (err_ec ? 0 : err);
     return n != std::exchange(last, n);
   };
+}
+
+CliResult run_cli(const std::vector<std::string>& args, const EnvChanges& env, const std::string& dir,
+                  double stall_s) {
+  const Spawned s = spawn(trainbench_exe(), args, env, dir);
   CliResult r;
-  r.code = wait_exit(s.pid, stall_s, output_grew).value_or(-1);
+  r.code = wait_exit(s.pid, stall_s, output_grows(s)).value_or(-1);
   r.out = read_file(s.out_path);
   r.err = read_file(s.err_path);
   return r;

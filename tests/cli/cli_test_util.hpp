@@ -39,21 +39,20 @@ Spawned spawn(const std::string& exe, const std::vector<std::string>& args, cons
 /// waits, the timeout counts from the last time it returned true.
 std::optional<int> wait_exit(pid_t pid, double timeout_s, const std::function<bool()>& progressed = {});
 
+/// For wait_exit's `progressed`: true each time the spawned process's stdout + stderr grew.
+std::function<bool()> output_grows(const Spawned& s);
+
 struct CliResult {
   int code = -1;  ///< -1: timed out
   std::string out;
   std::string err;
 };
 
-/// Runs `trainbench args...` to completion (or timeout).
-CliResult run_cli(const std::vector<std::string>& args, const EnvChanges& env, const std::string& dir,
-                  double timeout_s = 60);
-
 /// Runs `trainbench args...` to completion, following its progress instead of the clock: it is
 /// stopped (code -1) only when its stdout and stderr stay unchanged for `stall_s` seconds, so a
-/// slow or busy machine makes the run longer, never a failure.
-CliResult run_cli_following(const std::vector<std::string>& args, const EnvChanges& env, const std::string& dir,
-                            double stall_s);
+/// slow or busy machine makes a run longer, never a failure (ctest's TIMEOUT is the backstop).
+CliResult run_cli(const std::vector<std::string>& args, const EnvChanges& env, const std::string& dir,
+                  double stall_s = 60);
 
 /// Direct children of `parent` (from /proc/PID/stat), zombies included.
 std::vector<pid_t> children_of(pid_t parent);

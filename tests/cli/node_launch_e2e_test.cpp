@@ -51,9 +51,9 @@ TEST(NodeLaunch, MasterCollectsTheResultOfTwoNodes) {
   const Spawned master = spawn(real_worker_exe(), {"--master"}, menv, dir.path());
   const Spawned n1 = spawn(trainbench_exe(), {"node-launch"}, node_env(c, port, 1), dir.path());
   const Spawned n0 = spawn(trainbench_exe(), {"node-launch"}, node_env(c, port, 0), dir.path());
-  EXPECT_EQ(wait_exit(n0.pid, 90), 0) << read_file(n0.err_path);
-  EXPECT_EQ(wait_exit(n1.pid, 90), 0) << read_file(n1.err_path);
-  ASSERT_EQ(wait_exit(master.pid, 90), 0) << read_file(master.err_path);
+  EXPECT_EQ(wait_exit(n0.pid, 90, output_grows(n0)), 0) << read_file(n0.err_path);
+  EXPECT_EQ(wait_exit(n1.pid, 90, output_grows(n1)), 0) << read_file(n1.err_path);
+  ASSERT_EQ(wait_exit(master.pid, 90, output_grows(master)), 0) << read_file(master.err_path);
   const auto payload = nlohmann::json::parse(read_file(dir.file("payload.json")));
   EXPECT_EQ(payload["attempt"], 2);
   EXPECT_EQ(payload["run"]["label"], "2M/2G");

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 extern char** environ;
 
@@ -68,9 +69,19 @@ Child spawn(const std::vector<std::string>& argv, const std::map<std::string, st
 std::vector<ProcessOutcome> wait_all(std::vector<Child>& children, std::chrono::seconds timeout) {
   std::vector<ProcessOutcome> out(children.size());
   std::vector<bool> done(children.size(), false);
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  // The timeout counts from the last time any child's log grew: a busy machine makes a run
+  // longer, never a failure (issue 31); a rank that is silent for `timeout` is stopped.
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::uintmax_t logged = 0;
   std::size_t remaining = children.size();
   while (remaining > 0) {
+    std::uintmax_t now_logged = 0;
+    for (const Child& c : children) {
+      std::error_code ec;
+      const auto n = std::filesystem::file_size(c.log_path, ec);
+      if (!ec) now_logged += n;
+    }
+    if (now_logged != std::exchange(logged, now_logged)) deadline = std::chrono::steady_clock::now() + timeout;
     for (std::size_t i = 0; i < children.size(); ++i) {
       if (done[i]) continue;
       int status = 0;

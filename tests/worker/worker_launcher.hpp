@@ -26,14 +26,15 @@ struct ProcessOutcome {
   std::string output;      ///< stdout and stderr, interleaved
 };
 
-/// Runs `argv` with the current environment plus `env` (which wins); kills it after `timeout`.
+/// Runs `argv` with the current environment plus `env` (which wins); kills it once its output
+/// has not grown for `timeout`.
 ProcessOutcome run_process(const std::vector<std::string>& argv,
                            const std::map<std::string, std::string>& env,
                            std::chrono::seconds timeout = std::chrono::seconds(120));
 
 /// Launches every rank of `run` on 127.0.0.1 (a fresh port), each with
 /// trainbench::rank_environment(...) plus `extra_env`, and waits for all of them (all are
-/// killed after `timeout`). Returns the outcomes by rank.
+/// killed once no rank's output grew for `timeout`). Returns the outcomes by rank.
 std::vector<ProcessOutcome> run_ranks(const RunConfig& run,
                                       const std::map<std::string, std::string>& extra_env,
                                       std::chrono::seconds timeout = std::chrono::seconds(120));
