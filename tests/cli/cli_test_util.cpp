@@ -103,15 +103,7 @@ std::optional<int> wait_exit(pid_t pid, double timeout_s, const std::function<bo
   }
 }
 
-std::function<bool()> output_grows(const Spawned& s) {
-  return [out_path = s.out_path, err_path = s.err_path, last = std::uintmax_t{0}]() mutable {
-    std::error_code out_ec, err_ec;
-    const auto out = std::filesystem::file_size(out_path, out_ec);
-    const auto err = std::filesystem::file_size(err_path, err_ec);
-    const std::uintmax_t n = (out_ec ? 0 : out) + (err_ec ? 0 : err);
-    return n != std::exchange(last, n);
-  };
-}
+std::function<bool()> output_grows(const Spawned& s) { return files_grew({s.out_path, s.err_path}); }
 
 CliResult run_cli(const std::vector<std::string>& args, const EnvChanges& env, const std::string& dir,
                   double stall_s) {

@@ -2,9 +2,12 @@
 
 #include <sys/stat.h>
 
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 namespace trainbench::test {
 
@@ -22,6 +25,18 @@ void write_file(const std::string& path, const std::string& text, bool executabl
     f << text;
   }
   if (executable) ::chmod(path.c_str(), 0755);
+}
+
+std::function<bool()> files_grew(std::vector<std::string> paths) {
+  return [paths = std::move(paths), last = std::uintmax_t{0}]() mutable {
+    std::uintmax_t n = 0;
+    for (const std::string& p : paths) {
+      std::error_code ec;
+      const auto size = std::filesystem::file_size(p, ec);
+      if (!ec) n += size;
+    }
+    return n != std::exchange(last, n);
+  };
 }
 
 }  // namespace trainbench::test

@@ -72,16 +72,12 @@ std::vector<ProcessOutcome> wait_all(std::vector<Child>& children, std::chrono::
   // The timeout counts from the last time any child's log grew: a busy machine makes a run
   // longer, never a failure (issue 31); a rank that is silent for `timeout` is stopped.
   auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::uintmax_t logged = 0;
+  std::vector<std::string> logs;
+  for (const Child& c : children) logs.push_back(c.log_path);
+  const auto logs_grew = files_grew(std::move(logs));
   std::size_t remaining = children.size();
   while (remaining > 0) {
-    std::uintmax_t now_logged = 0;
-    for (const Child& c : children) {
-      std::error_code ec;
-      const auto n = std::filesystem::file_size(c.log_path, ec);
-      if (!ec) now_logged += n;
-    }
-    if (now_logged != std::exchange(logged, now_logged)) deadline = std::chrono::steady_clock::now() + timeout;
+    if (logs_grew()) deadline = std::chrono::steady_clock::now() + timeout;
     for (std::size_t i = 0; i < children.size(); ++i) {
       if (done[i]) continue;
       int status = 0;
