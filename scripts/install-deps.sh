@@ -66,7 +66,10 @@ fi
 # archive), and then every object of the three images missed ccache: the worker's libtorch TUs
 # compiled twice more, most of a cold run's images.build (docs/development.md, "Where the time
 # goes"). Those packages are brought to the archive's version, so both sides compile alike.
-HEADER_PKGS=(linux-libc-dev libc6-dev libstdc++-12-dev libgcc-12-dev gcc-12 g++-12 cpp-12)
+# With them the -dev packages whose headers the images' build stages install (docker/*.Dockerfile):
+# libssl-dev 3.0.19 here against the archive's 3.0.22 made kube/'s TLS objects miss (2026-12-07).
+HEADER_PKGS=(linux-libc-dev libc6-dev libstdc++-12-dev libgcc-12-dev gcc-12 g++-12 cpp-12
+  libssl-dev libgloo-dev libyaml-cpp-dev nlohmann-json3-dev libcpprest-dev prometheus-cpp-dev libboost1.74-dev)
 # The archive's versions: lists this script fetched in the last 12 hours are taken as they are.
 stamp="${TRAINBENCH_CACHE:-$HOME/.cache/trainbench}/apt-lists.stamp"
 if [ ${#missing[@]} -gt 0 ]; then
