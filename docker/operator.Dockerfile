@@ -24,12 +24,11 @@ WORKDIR /src
 COPY . .
 # The flags of the tested build (scripts/build.sh: RelWithDebInfo), stripped at install. Rebuilds
 # are fast through ccache, which keys on content (a cached build tree would trust mtimes, and
-# COPY keeps the context's: a changed file older than its object was once left out). ccache sees
-# paths relative to the source tree (CCACHE_BASEDIR), as scripts/build.sh has it, so its objects
-# serve both builds (scripts/images.sh).
+# COPY keeps the context's: a changed file older than its object was once left out). ccache keys on
+# paths relative to the source tree and on no locale (CMakeLists.txt's launcher), so its objects
+# serve this build and scripts/build.sh's alike (scripts/images.sh).
 RUN --mount=type=cache,id=trainbench-ccache,target=/root/.cache/ccache \
-    export CCACHE_BASEDIR=/src CCACHE_NOHASHDIR=1 \
- && cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DTRAINBENCH_BUILD_WORKER=OFF -DTRAINBENCH_BUILD_TESTS=OFF \
  && cmake --build build --target trainbench-operator \
  && install -D -s -m 0755 build/operator/trainbench-operator /rootfs/usr/local/bin/trainbench-operator

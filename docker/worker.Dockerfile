@@ -42,12 +42,13 @@ WORKDIR /src
 COPY . .
 # The flags of the tested build (scripts/build.sh: RelWithDebInfo), stripped at install. Rebuilds
 # are fast through ccache, which keys on content (a cached build tree would trust mtimes, and
-# COPY keeps the context's: a changed file older than its object was once left out). ccache sees
-# paths relative to the source tree (CCACHE_BASEDIR), as scripts/build.sh has it, so its objects
-# serve both builds (scripts/images.sh). The unpacked wheels live in a cache mount too.
+# COPY keeps the context's: a changed file older than its object was once left out). ccache keys on
+# paths relative to the source tree and on no locale (CMakeLists.txt's launcher), so its objects
+# serve this build and scripts/build.sh's alike (scripts/images.sh). The unpacked
+# wheels live in a cache mount too.
 RUN --mount=type=cache,id=trainbench-ccache,target=/root/.cache/ccache \
     --mount=type=cache,id=trainbench-torch,target=/root/.cache/trainbench/torch \
-    export CCACHE_BASEDIR=/src CCACHE_NOHASHDIR=1 TRAINBENCH_CACHE=/root/.cache/trainbench \
+    export TRAINBENCH_CACHE=/root/.cache/trainbench \
  && torch=$(bash scripts/torch.sh "$TORCH_FLAVOUR") \
  && cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRAINBENCH_BUILD_TESTS=OFF \
       -DTRAINBENCH_TORCH_FLAVOUR="$TORCH_FLAVOUR" -DTRAINBENCH_TORCH_DIR="$torch" \

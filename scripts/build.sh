@@ -7,9 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 jobs=$(nproc 2>/dev/null || echo 2)
-# ccache keys on paths relative to the source tree, so the image builds (docker/*.Dockerfile,
-# scripts/images.sh: the same flags in /src) reuse these objects.
-export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+# (ccache, when present, keys on paths relative to the source tree: CMakeLists.txt's launcher; so
+# the image builds, docker/*.Dockerfile in /src with the same flags, reuse these objects.)
 # The pinned libtorch (PyPI's torch wheel, unpacked into a cache outside the clone).
 flavour=${TORCH_FLAVOUR:-cpu}
 bash scripts/torch.sh "$flavour" >/dev/null

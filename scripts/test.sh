@@ -65,7 +65,7 @@ echo "== core/ and operator/ tests, then the fuzz harnesses, under AddressSaniti
 # One clang tree for both (build-fuzz/, scripts/fuzz.sh): the libraries are compiled once, with
 # ASan + UBSan and libFuzzer's coverage, and linked into the unit tests and into the harnesses.
 bash scripts/fuzz.sh --build-only
-CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1 cmake --build build-fuzz -j"$jobs" --target core_tests crd_tests controller_tests operator_runtime_tests trainbench_kube_tests operator_metrics_tests telemetry_tests
+cmake --build build-fuzz -j"$jobs" --target core_tests crd_tests controller_tests operator_runtime_tests trainbench_kube_tests operator_metrics_tests telemetry_tests
 # The control-plane and end-to-end tests run in the normal build above.
 lsan_supp="$PWD/.ci/lsan.supp"  # library-internal leaks only, each explained there
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
