@@ -45,10 +45,22 @@ if [[ $tier == quick ]]; then
   ctest_in build --output-on-failure --timeout 300 -R "$quick_e2e"
   exit 0
 fi
-echo "== the Kubernetes control plane for the controlplane tests (built once per machine) =="
-bash scripts/controlplane.sh
-echo "== Python PyTorch for the program-workload examples (scripts/python-torch.sh: made once per machine) =="
-bash scripts/python-torch.sh >/dev/null
+echo "== the Kubernetes control plane, and Python PyTorch for the program-workload examples (each made once per machine) =="
+# Side by side: the control plane's Go build (scripts/controlplane.sh) keeps both cores busy while
+# the venv (scripts/python-torch.sh) mostly waits on PyPI's 2.8 GB; one after the other, a fresh
+# machine spent 385 s and then 126 s, half of the second with a core idle. The venv's messages
+# come after the control plane's.
+venv_log=$(mktemp)
+bash scripts/python-torch.sh >/dev/null 2>"$venv_log" &
+venv_pid=$!
+controlplane_rc=0
+bash scripts/controlplane.sh || controlplane_rc=$?
+venv_rc=0
+wait "$venv_pid" || venv_rc=$?
+cat "$venv_log" >&2
+rm -f "$venv_log"
+[ "$controlplane_rc" = 0 ] || { echo "test.sh: scripts/controlplane.sh failed (exit $controlplane_rc)" >&2; exit 1; }
+[ "$venv_rc" = 0 ] || { echo "test.sh: scripts/python-torch.sh failed (exit $venv_rc)" >&2; exit 1; }
 jobs=$(nproc 2>/dev/null || echo 2)
 
 echo "== build (RelWithDebInfo) =="
@@ -59,13 +71,32 @@ echo "== tests =="
 # on a pod or a watch the other computes. Tests that need the CPU or the API server to themselves
 # (the CLI's real-worker runs, the Prometheus timing comparison, the soak, the API-server restart)
 # are RUN_SERIAL in their CMakeLists and run alone.
+#
+# Beside them, at the lowest CPU priority, the clang tree of the sanitizer tests and the fuzz
+# harnesses (build-fuzz/, scripts/fuzz.sh: the libraries compiled once with ASan + UBSan and
+# libFuzzer's coverage, linked into both). The tests leave a core idle for minutes at a time (they
+# wait on pods, watches, restarts: 1,000 idle core-seconds in a cold run's ctest, 2026-12-07), and
+# the tree needs about as many (209 s + 279 s on both cores, built after ctest); in the tests' way
+# it takes what they leave. Its own session (setsid) with the autogroup's nice at 19 too: with
+# the kernel's autogroups a process's nice counts only within its session. Its output follows the
+# tests'; when ctest fails it is stopped.
+sanitizer_log=$(mktemp)
+setsid -w bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 bash -c "$1"' sanitizer-tree \
+  "bash scripts/fuzz.sh --build-only && cmake --build build-fuzz -j$jobs --target core_tests crd_tests \
+     controller_tests operator_runtime_tests trainbench_kube_tests operator_metrics_tests telemetry_tests" \
+  >"$sanitizer_log" 2>&1 &
+sanitizer_pid=$!
+# shellcheck disable=SC2064
+trap "kill -- -$sanitizer_pid 2>/dev/null; rm -f '$sanitizer_log'" EXIT
 ctest_in build --output-on-failure --timeout 600 -j"${CTEST_JOBS:-2}"
 
 echo "== core/ and operator/ tests, then the fuzz harnesses, under AddressSanitizer + UBSan =="
-# One clang tree for both (build-fuzz/, scripts/fuzz.sh): the libraries are compiled once, with
-# ASan + UBSan and libFuzzer's coverage, and linked into the unit tests and into the harnesses.
-bash scripts/fuzz.sh --build-only
-cmake --build build-fuzz -j"$jobs" --target core_tests crd_tests controller_tests operator_runtime_tests trainbench_kube_tests operator_metrics_tests telemetry_tests
+sanitizer_rc=0
+wait "$sanitizer_pid" || sanitizer_rc=$?
+trap - EXIT
+cat "$sanitizer_log"
+rm -f "$sanitizer_log"
+[ "$sanitizer_rc" = 0 ] || { echo "test.sh: the clang ASan + UBSan tree failed to build (exit $sanitizer_rc)" >&2; exit 1; }
 # The control-plane and end-to-end tests run in the normal build above.
 lsan_supp="$PWD/.ci/lsan.supp"  # library-internal leaks only, each explained there
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
