@@ -19,8 +19,6 @@ shift
 # Compiled with clang, never sharing objects with the gcc builds (ccache keys on the compiler).
 # Tests on: scripts/test.sh builds the unit tests of core/, kube/, operator/ and telemetry/ in this
 # tree too, so that one ASan + UBSan build of the libraries serves the tests and the harnesses.
-# ccache sees paths relative to the clone (CMakeLists.txt's launcher), so that a fresh clone in
-# another directory gets the objects an earlier one compiled.
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTRAINBENCH_FUZZ=ON -DTRAINBENCH_BUILD_WORKER=OFF -DTRAINBENCH_BUILD_TESTS=ON \
   -DTRAINBENCH_FUZZ_SECONDS="${TRAINBENCH_FUZZ_SECONDS:-30}" >/dev/null

@@ -71,9 +71,9 @@ echo "== tests =="
 # the kernel's autogroups a process's nice counts only within its session. Its output follows the
 # tests'; when ctest fails it is stopped.
 sanitizer_log=$(mktemp)
-setsid -w bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 bash -c "$1"' sanitizer-tree \
-  "bash scripts/fuzz.sh --build-only && cmake --build build-fuzz -j$jobs --target core_tests crd_tests \
-     controller_tests operator_runtime_tests trainbench_kube_tests operator_metrics_tests telemetry_tests" \
+setsid -w nice -n 19 bash -c "echo 19 >/proc/self/autogroup 2>/dev/null
+  bash scripts/fuzz.sh --build-only && cmake --build build-fuzz -j$jobs --target core_tests crd_tests \
+    controller_tests operator_runtime_tests trainbench_kube_tests operator_metrics_tests telemetry_tests" \
   >"$sanitizer_log" 2>&1 &
 sanitizer_pid=$!
 # shellcheck disable=SC2064
