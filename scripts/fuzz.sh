@@ -18,9 +18,10 @@ shift
 
 # Compiled with clang, never sharing objects with the gcc builds (ccache keys on the compiler).
 # Tests on: scripts/test.sh builds the unit tests of core/, kube/, operator/ and telemetry/ in this
-# tree too, so that one ASan + UBSan build of the libraries serves the tests and the harnesses.
+# tree (target sanitizer_unit_tests; in its full tier only here), so that one ASan + UBSan build of
+# the libraries serves the tests and the harnesses.
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DTRAINBENCH_FUZZ=ON -DTRAINBENCH_BUILD_WORKER=OFF -DTRAINBENCH_BUILD_TESTS=ON \
+  -DTRAINBENCH_FUZZ=ON -DTRAINBENCH_BUILD_WORKER=OFF -DTRAINBENCH_BUILD_TESTS=ON -DTRAINBENCH_UNIT_TESTS=ON \
   -DTRAINBENCH_FUZZ_SECONDS="${TRAINBENCH_FUZZ_SECONDS:-30}" >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc 2>/dev/null || echo 2)" --target fuzz_all
 [ "$seconds" = "--build-only" ] && exit 0

@@ -21,7 +21,15 @@ source "$here/scripts/lib/go-build.sh"
 go_require "$mod" kueue
 pin=$(go_pin "$mod" sigs.k8s.io/kueue kueue)
 ldflags="-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$pin -X sigs.k8s.io/kueue/pkg/version.BuildDate=1970-01-01T00:00:00Z"
-hash=$(go_key "$ldflags manifests:crd,webhook,rbac" "$mod/go.mod" "$mod/go.sum" "$mod/tools.go")
+# Compiled without optimisation or inlining (-N -l), Go's debug build: Kueue's k8s.io v0.35
+# packages are its alone (none is the control plane's v0.37, so the build cache has none of them
+# from another build), and its compile is the suite's largest after the control plane's. The
+# compile of k8s.io/client-go/kubernetes and its dependencies, cold: 74 core-seconds so against
+# 113 optimised with DWARF and 97 optimised without (docs/development.md, "Where the time goes").
+# The same source and the same behaviour; a controller of a few test queues does not need the
+# optimiser's speed.
+gcflags="all=-N -l -dwarf=false"
+hash=$(go_key "$ldflags $gcflags manifests:crd,webhook,rbac" "$mod/go.mod" "$mod/go.sum" "$mod/tools.go")
 root="${TRAINBENCH_CACHE:-$HOME/.cache/trainbench}/kueue"
 dir="$root/kueue-$pin-$hash"
 # After the build, before the rename into place: the version check, and the manifests from the
@@ -41,6 +49,7 @@ go_after_build() {
 }
 [ "${1:-}" = --path ] || [ -x "$dir/bin/kueue" ] ||
   echo "kueue: Kueue $pin (cold: about 9 minutes on 2 busy cores, measured)" >&2
-go_cached_build "kueue $pin" "$dir" "$mod" "${1:-}" kueue -- -ldflags "$ldflags" sigs.k8s.io/kueue/cmd/kueue
+go_cached_build "kueue $pin" "$dir" "$mod" "${1:-}" kueue -- -gcflags "$gcflags" -ldflags "$ldflags" \
+  sigs.k8s.io/kueue/cmd/kueue
 # Builds of other pins are not needed any more (Go's own cache keeps a rebuild of them quick).
 for old in "$root"/kueue-*; do [ "$old" = "$dir" ] || rm -rf "$old"; done

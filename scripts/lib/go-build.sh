@@ -5,8 +5,8 @@
 #
 #   go_require MOD_DIR WHO          fails unless the Go in /usr/local/go is at least go.mod's `go` line;
 #                                   sets GO_VERSION
-#   go_key TEXT FILE...             12 hex digits of TEXT (build flags), the files and GO_VERSION:
-#                                   a cache key
+#   go_key TEXT FILE...             12 hex digits of TEXT (build flags), the files, GO_VERSION and
+#                                   GO_GCFLAGS: a cache key
 #   go_cached_build WHO DIR MOD_DIR MODE BIN... -- GO_BUILD_ARGS...
 #       prints DIR/bin when every BIN is there; otherwise (MODE --path: exit 1) builds them with
 #       `go build -o DIR/bin/ GO_BUILD_ARGS` in MOD_DIR (-o first: go build reads no flag after a
@@ -15,6 +15,12 @@
 #       DIR/bin. go_after_build, when the caller defines it, runs with the temporary bin directory
 #       before the rename (a version check).
 export PATH="/usr/local/go/bin:$PATH"
+# Every build here compiles with no DWARF (the links strip it anyway: -ldflags -s -w), and with
+# the same flags, so that a package one build compiled (k8s.io at the control plane's version)
+# serves the next from Go's build cache. The compile of k8s.io/client-go/kubernetes and its
+# dependencies, cold: 97 core-seconds against 113 with DWARF (docs/development.md). A caller's
+# own `-gcflags all=...` after it replaces it for that build.
+GO_GCFLAGS="all=-dwarf=false"
 
 go_require() {
   local mod=$1 who=$2 need
@@ -37,7 +43,7 @@ go_pin() {
 go_key() {
   local text=$1
   shift
-  { cat "$@"; echo "$text"; echo "$GO_VERSION"; } | sha256sum | cut -c1-12
+  { cat "$@"; echo "$text"; echo "$GO_VERSION"; echo "$GO_GCFLAGS"; } | sha256sum | cut -c1-12
 }
 
 go_cached_build() {
@@ -62,7 +68,7 @@ go_cached_build() {
   echo "$who: building into $dir (once per machine)" >&2
   # -mod=readonly: go.sum must already hold every module (a changed pin is committed with its go.sum).
   # CGO_ENABLED=0 as the upstream release builds.
-  (cd "$mod" && CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath -o "$tmp/bin/" "$@")
+  (cd "$mod" && CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath -gcflags="$GO_GCFLAGS" -o "$tmp/bin/" "$@")
   if declare -F go_after_build >/dev/null; then go_after_build "$tmp/bin"; fi
   rm -rf "$dir"
   mv "$tmp" "$dir"
