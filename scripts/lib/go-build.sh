@@ -21,6 +21,11 @@ export PATH="/usr/local/go/bin:$PATH"
 # dependencies, cold: 97 core-seconds against 113 with DWARF (docs/development.md). A caller's
 # own `-gcflags all=...` after it replaces it for that build.
 GO_GCFLAGS="all=-dwarf=false"
+# The compiler and linker with GOGC=400 (Go's default 100): less of their time collecting garbage,
+# for more memory (a compile's peak 0.5 GB against 0.35 GB). The same client-go compile, cold,
+# without DWARF, on the quiet machine, alternating: 99 and 102 core-seconds against 123 and 125.
+# The binaries are the same (GOGC is no input of Go's build cache).
+GO_BUILD_GOGC=400
 
 go_require() {
   local mod=$1 who=$2 need
@@ -68,7 +73,7 @@ go_cached_build() {
   echo "$who: building into $dir (once per machine)" >&2
   # -mod=readonly: go.sum must already hold every module (a changed pin is committed with its go.sum).
   # CGO_ENABLED=0 as the upstream release builds.
-  (cd "$mod" && CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath -gcflags="$GO_GCFLAGS" -o "$tmp/bin/" "$@")
+  (cd "$mod" && GOGC=$GO_BUILD_GOGC CGO_ENABLED=0 GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath -gcflags="$GO_GCFLAGS" -o "$tmp/bin/" "$@")
   if declare -F go_after_build >/dev/null; then go_after_build "$tmp/bin"; fi
   rm -rf "$dir"
   mv "$tmp" "$dir"
