@@ -4,6 +4,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -82,11 +83,16 @@ class ProbeTest(unittest.TestCase):
         self.assertEqual(first["pod"], "pod-a")
         with probe.step():
             probe.phase("all-gather")
-            time.sleep(0.2)
+            # The heartbeat (every 0.05 s) publishes the phase and the time in it; followed until a
+            # record shows 0.1 s in it, however late the heartbeat thread gets the CPU.
+            deadline = time.monotonic() + 30
             rec = read(env["TRAINBENCH_RANK_PROGRESS_FILE"])
+            while rec["phaseSeconds"] <= 0.1 or rec["phase"] != "all-gather":
+                self.assertLess(time.monotonic(), deadline, f"no record 0.1 s into all-gather: {rec}")
+                time.sleep(0.02)
+                rec = read(env["TRAINBENCH_RANK_PROGRESS_FILE"])
             self.assertEqual((rec["step"], rec["phase"], rec["collective"]), (0, "all-gather", 1))
             self.assertGreater(rec["published"], first["published"])
-            self.assertGreater(rec["phaseSeconds"], 0.1)
         run = read(env["TRAINBENCH_PROGRESS_FILE"])  # rank 0's run progress, as the worker writes it
         self.assertEqual((run["phase"], run["step"], run["steps"]), ("warmup", 1, 1))
         for _ in range(probe.total_steps - 1):
@@ -96,6 +102,29 @@ class ProbeTest(unittest.TestCase):
         self.assertEqual(read(env["TRAINBENCH_RANK_PROGRESS_FILE"])["phase"], "done")
         run = read(env["TRAINBENCH_PROGRESS_FILE"])
         self.assertEqual((run["phase"], run["repeat"], run["step"]), ("measure", 2, 3))
+
+    def test_a_late_heartbeat_does_not_overwrite_done(self):
+        # The heartbeat makes a record and loses the CPU before writing it, while the loop finishes:
+        # the last record must still be "done" (a finished rank's record left in its last phase
+        # reads as a rank stuck there).
+        env = environ(self.dir, rank=0)
+        probe = Probe(env, heartbeat_seconds=0.01)
+        write = probe._sink.progress
+        in_write = threading.Event()
+
+        def late(text):
+            if threading.current_thread() is probe._heartbeat and json.loads(text)["phase"] != "done":
+                in_write.set()
+                time.sleep(0.3)
+            write(text)
+
+        probe._sink.progress = late
+        for _ in range(probe.total_steps):
+            with probe.step():
+                pass
+        self.assertTrue(in_write.wait(30))
+        probe.finish()
+        self.assertEqual(read(env["TRAINBENCH_RANK_PROGRESS_FILE"])["phase"], "done")
 
     def test_only_rank_zero_writes_the_run_progress(self):
         env = environ(self.dir, rank=1)

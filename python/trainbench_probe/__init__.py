@@ -172,6 +172,10 @@ class Probe:
             self._sink = _FileSink(record_file, env.get("TRAINBENCH_RANK_PROGRESS_FILE"),
                                    env.get("TRAINBENCH_PROGRESS_FILE") if self.rank == 0 else None)
         self._lock = threading.Lock()
+        # Held while a progress record is made and written, so that records are written in the
+        # order they were made: without it the heartbeat could make a record, lose the CPU, and
+        # write it after finish() had written "done", leaving a finished rank in its last phase.
+        self._publish_lock = threading.Lock()
         self._step = -1            # 0-based loop step of the current / last step
         self._in_step = False
         self._phase = "starting"
@@ -340,7 +344,8 @@ class Probe:
 
     def _publish(self) -> None:
         try:
-            self._sink.progress(self._progress_json())
+            with self._publish_lock:
+                self._sink.progress(self._progress_json())
         except OSError as e:  # a full disk must not kill the training; the hang watch will tell
             print(f"trainbench-probe rank {self.rank}: cannot publish progress: {e}", file=sys.stderr)
 
