@@ -24,7 +24,7 @@ ldflags="-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$pin -X sigs.k8s.io/k
 # Compiled without optimisation or inlining (-N -l), Go's debug build: Kueue's k8s.io v0.35
 # packages are its alone (none is the control plane's v0.37, so the build cache has none of them
 # from another build), and its compile is the suite's largest after the control plane's. The
-# compile of k8s.io/client-go/kubernetes and its dependencies, cold: 74 core-seconds so against
+# compile of k8s.io/client-go/kubernetes and its dependencies, cold: 74 core-seconds this way against
 # 113 optimised with DWARF and 97 optimised without (docs/development.md, "Where the time goes").
 # The same source and the same behaviour; a controller of a few test queues does not need the
 # optimiser's speed.
