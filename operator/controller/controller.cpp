@@ -1,6 +1,7 @@
 #include "operator/controller/controller.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <future>
 #include <iostream>
 #include <thread>
@@ -260,7 +261,7 @@ void Controller::reconcile_key(const std::string& key) {
 bool Controller::reconcile_once(const std::string& key) {
   const auto slash = key.find('/');
   const std::string ns = key.substr(0, slash), name = key.substr(slash + 1);
-  const auto now = OwnWrites::Clock::now();
+  const auto now = options_.clock->now();
   // Everything is read from the informers' caches, with the operator's own recent writes laid
   // over them (own_writes.hpp); the API is read only when the cache seems to have lost a write.
   std::optional<json> job = jobs_->cache()->get(ns, name);
@@ -311,6 +312,11 @@ bool Controller::reconcile_once(const std::string& key) {
   }
   queue_.forget(key);
   if (d.requeue_after) queue_.add_after(key, *d.requeue_after);
+  // A delete of ours the caches have not shown yet: look again once overlay() stops hiding it.
+  if (const auto expire = own_.unconfirmed_deletes_expire(key)) {
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(*expire - options_.clock->now());
+    queue_.add_after(key, std::max(wait, std::chrono::milliseconds(0)) + std::chrono::milliseconds(100));
+  }
   return true;
 }
 
@@ -366,7 +372,7 @@ void Controller::observe_workload(const std::string& key, const std::string& ns,
 void Controller::execute(const std::string& key, const std::string& ns, const std::string& job_version,
                          const Action& a) {
   const kube::ResourceType& type = type_of(a.resource);
-  const auto now = OwnWrites::Clock::now();
+  const auto now = options_.clock->now();
   switch (a.verb) {
     case Action::Verb::Create:
       try {

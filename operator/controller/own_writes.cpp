@@ -110,6 +110,19 @@ std::vector<nlohmann::json> OwnWrites::overlay(const std::string& key, const std
   return cached;
 }
 
+std::optional<OwnWrites::Clock::time_point> OwnWrites::unconfirmed_deletes_expire(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto job = jobs_.find(key);
+  if (job == jobs_.end()) return std::nullopt;
+  std::optional<Clock::time_point> first;
+  for (const auto& [resource, writes] : job->second.objects) {
+    for (const auto& [name, w] : writes) {
+      if (w.object.is_null() && (!first || w.at + ttl_ < *first)) first = w.at + ttl_;
+    }
+  }
+  return first;
+}
+
 void OwnWrites::forget(const std::string& key) {
   std::lock_guard<std::mutex> lock(mutex_);
   jobs_.erase(key);

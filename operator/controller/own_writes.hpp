@@ -4,6 +4,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,11 @@ class OwnWrites {
   std::vector<nlohmann::json> overlay(const std::string& key, const std::string& resource,
                                       std::vector<nlohmann::json> cached, Clock::time_point now);
 
+  /// When the earliest of the job's deletes that the caches have not shown yet expires (nullopt:
+  /// none). Until then overlay() hides the object as being deleted; should the delete not have
+  /// taken (a DeleteCollection whose server-side list missed one, a write lost in a restart),
+  /// no watch event may ever come for it, so the controller looks again at this time.
+  std::optional<Clock::time_point> unconfirmed_deletes_expire(const std::string& key) const;
   /// The job is gone: drop everything about it.
   void forget(const std::string& key);
   /// Number of writes still waiting for the caches (for tests and metrics).

@@ -174,7 +174,23 @@ wait_for 300 all_done || echo "jobs still active after 300 s: $(kc get bj)"
 # cleanPodPolicy All: the pods go once each run ends; none may be left.
 managed_pods() { kc get pods -l app.kubernetes.io/managed-by=trainbench-operator -o name; }
 no_managed_pods() { [ -z "$(managed_pods)" ]; }
-wait_for 60 no_managed_pods || echo "pods left: $(kc get pods -o wide)"
+# What became of each pod left: its object, and every request the API server's audit log has
+# about it (which delete it missed, and whose).
+explain_leftover_pods() {
+  local pod
+  echo "pods left: $(kc get pods -o wide)"
+  for pod in $(managed_pods); do
+    pod=${pod#pod/}
+    echo "---- $pod ----"
+    kc get pod "$pod" -o jsonpath='{.metadata.creationTimestamp} uid {.metadata.uid} labels {.metadata.labels} deletionTimestamp {.metadata.deletionTimestamp} phase {.status.phase}{"\n"}' || true
+    audit_log | jq -c --arg p "$pod" 'select(.resource == "pods" and (.name == $p or .name == "")) |
+      select(.verb != "list" and .verb != "watch" and .verb != "get") | {ts, user, verb, name, subresource, code}' |
+      grep -v '"verb":"create","name":"","subresource":"","code":201' | tail -n 40 || true
+  done
+  jq -r --arg ns "$NS" '.items[] | "\(.metadata.name) \(.status.phase) runs: \([.status.runs[]? | "\(.phase)/a\(.attempt // 0)"] | join(" "))"' \
+    <<<"$(kc get bj -o json)" || true
+}
+wait_for 60 no_managed_pods || explain_leftover_pods
 wait_for 30 no_containers_running || true
 # Processes whose working directory is one of the node agents' pod directories: none may outlive
 # its pod.

@@ -366,5 +366,37 @@ TEST(Controller, AnEndedJobReadsItsBaselineConfigMap) {
             "ex/sec; 1 row compared)");
 }
 
+json finished_pod(const std::string& name) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata",
+           {{"name", name},
+            {"namespace", "ns1"},
+            {"labels", {{kJobLabel, "bj"}, {"app.kubernetes.io/managed-by", kManagedBy}, {kRunLabel, "0"}}}}},
+          {"status", {{"phase", "Failed"}}}};
+}
+
+TEST(Controller, ADeleteTheServerDidNotCarryOutIsMadeAgainWhenItsRecordExpires) {
+  ControllerOnFakeCluster f;  // an ended job whose two pods are still there (cleanPodPolicy All)
+  f.cluster.seed("benchmarkjobs", ended_job("bj", 0.1, nullptr));
+  f.cluster.seed("pods", finished_pod("bj-r0-a0-master-0"));
+  f.cluster.seed("pods", finished_pod("bj-r0-a0-trainer-1"));
+  // Answered as done but not carried out (its list missed them, say): no watch event will come.
+  f.cluster.fail_next("DELETE", "pods", 200, "");
+  f.start();
+  ASSERT_EQ(f.metrics->wait_for(1), std::vector<Outcome>{Outcome::kSuccess});
+  EXPECT_EQ(f.cluster.count("DELETE", "pods"), 1u);
+  // The overlay hides them as being deleted for its ttl (10 s); the job comes back after it.
+  f.wait_requeued();
+  f.clock->advance(9s);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(f.metrics->wait_for(0).size(), 1u) << "not looked at again while the record may yet be confirmed";
+  f.clock->advance(1200ms);
+  ASSERT_EQ(f.metrics->wait_for(2).size(), 2u);
+  EXPECT_EQ(f.cluster.count("DELETE", "pods"), 2u) << "deleted again";
+  EXPECT_FALSE(f.cluster.get("pods", "ns1", "bj-r0-a0-master-0").has_value());
+  EXPECT_FALSE(f.cluster.get("pods", "ns1", "bj-r0-a0-trainer-1").has_value());
+}
+
 }  // namespace
 }  // namespace trainbench::op

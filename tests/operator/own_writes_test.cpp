@@ -94,3 +94,17 @@ TEST(OwnWrites, RecordsExpireAndForgetDropsAJob) {
   EXPECT_EQ(w.pending(), 0u);
   EXPECT_EQ(w.job_freshness("ns/j", "1", t0), Freshness::kCurrent);
 }
+
+TEST(OwnWrites, UnconfirmedDeletesExpireAtTheirFirstRecordsTtl) {
+  OwnWrites w(kTtl);
+  EXPECT_FALSE(w.unconfirmed_deletes_expire("ns/j").has_value());
+  w.created("ns/j", "pods", obj("p0"), t0);  // a create: the cache shows it or the job's events come
+  EXPECT_FALSE(w.unconfirmed_deletes_expire("ns/j").has_value());
+  w.deleted("ns/j", "pods", "p2", t0 + std::chrono::seconds(3));
+  w.deleted("ns/j", "services", "s1", t0 + std::chrono::seconds(1));
+  EXPECT_EQ(w.unconfirmed_deletes_expire("ns/j"), t0 + std::chrono::seconds(1) + kTtl);
+  // The cache shows both gone: nothing left to look again for.
+  w.overlay("ns/j", "pods", {}, t0 + std::chrono::seconds(4));
+  w.overlay("ns/j", "services", {}, t0 + std::chrono::seconds(4));
+  EXPECT_FALSE(w.unconfirmed_deletes_expire("ns/j").has_value());
+}
