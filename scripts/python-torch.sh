@@ -37,7 +37,9 @@ ds_ops="$cache/torch_extensions"
 build_ds_ops() {
   [ ! -f "$ds_ops/deepspeed_shm_comm/deepspeed_shm_comm.so" ] || return 0
   echo "python-torch: compiling DeepSpeed's shm comm op into $ds_ops (once)" >&2
-  TORCH_EXTENSIONS_DIR="$ds_ops" "$dir/bin/python" -c \
+  # With the venv's ninja first on PATH, as deepspeed_zero.py runs (ninja's command hash differs
+  # between versions: another ninja would compile the op again).
+  PATH="$dir/bin:$PATH" TORCH_EXTENSIONS_DIR="$ds_ops" "$dir/bin/python" -c \
     'from deepspeed.comm.torch import build_shm_op; assert build_shm_op() is not None, "no shm op"' >&2
 }
 if [ -f "$dir/.complete" ]; then

@@ -28,6 +28,7 @@ Usage (in a BenchmarkJob workload): command: [python3, examples/programs/deepspe
 """
 import argparse
 import os
+import sys
 
 import torch.nn as nn
 
@@ -44,6 +45,11 @@ def main():
     probe = Probe()  # first: the run shows this rank starting while deepspeed compiles its op
     if not os.environ.get("TORCH_EXTENSIONS_DIR"):
         os.environ["TORCH_EXTENSIONS_DIR"] = os.path.expanduser("~/.cache/trainbench/torch_extensions")
+    # torch builds the op with the first ninja on PATH. This interpreter's own (pip's ninja, beside
+    # it in the venv) goes first, so every caller builds with the same one: ninja 1.12 changed its
+    # command hash, and a run under Debian's 1.11 compiled the op again (minutes, in a pod whose
+    # HOME has no ccache) where scripts/python-torch.sh had built it with the venv's.
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     import deepspeed  # after TORCH_EXTENSIONS_DIR: its op builders read it
 
     config, device, backend = setup_rank(probe)
