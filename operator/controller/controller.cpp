@@ -314,8 +314,8 @@ bool Controller::reconcile_once(const std::string& key) {
   if (d.requeue_after) queue_.add_after(key, *d.requeue_after);
   // A delete of ours the caches have not shown yet: look again once overlay() stops hiding it.
   if (const auto expire = own_.unconfirmed_deletes_expire(key)) {
-    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(*expire - options_.clock->now());
-    queue_.add_after(key, std::max(wait, std::chrono::milliseconds(0)) + std::chrono::milliseconds(100));
+    queue_.add_after(key, std::chrono::ceil<std::chrono::milliseconds>(*expire - options_.clock->now()) +
+                              std::chrono::milliseconds(100));
   }
   return true;
 }

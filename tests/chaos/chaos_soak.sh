@@ -183,11 +183,10 @@ explain_leftover_pods() {
     pod=${pod#pod/}
     echo "---- $pod ----"
     kc get pod "$pod" -o jsonpath='{.metadata.creationTimestamp} uid {.metadata.uid} labels {.metadata.labels} deletionTimestamp {.metadata.deletionTimestamp} phase {.status.phase}{"\n"}' || true
-    audit_log | jq -c --arg p "$pod" 'select(.resource == "pods" and (.name == $p or .name == "")) |
-      select(.verb != "list" and .verb != "watch" and .verb != "get") | {ts, user, verb, name, subresource, code}' |
-      grep -v '"verb":"create","name":"","subresource":"","code":201' | tail -n 40 || true
+    audit_log | jq -c --arg p "$pod" 'select(.resource == "pods" and (.name == $p or .verb == "deletecollection") and
+      .verb != "get" and .verb != "list" and .verb != "watch") | {ts, user, verb, name, subresource, code}' | tail -n 40 || true
   done
-  jq -r --arg ns "$NS" '.items[] | "\(.metadata.name) \(.status.phase) runs: \([.status.runs[]? | "\(.phase)/a\(.attempt // 0)"] | join(" "))"' \
+  jq -r '.items[] | "\(.metadata.name) \(.status.phase) runs: \([.status.runs[]? | "\(.phase)/a\(.attempt // 0)"] | join(" "))"' \
     <<<"$(kc get bj -o json)" || true
 }
 wait_for 60 no_managed_pods || explain_leftover_pods
