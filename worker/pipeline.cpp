@@ -65,14 +65,18 @@ void release_memory_and_reset_peak() {
 
 }  // namespace
 
-std::vector<int> stage_starts(const std::vector<std::int64_t>& block_parameters, int stages,
-                              const std::vector<int>& boundaries) {
-  const int blocks = static_cast<int>(block_parameters.size());
+void check_stage_count(int stages, int blocks) {
   if (stages < 1) throw ConfigError("pipeline: need at least one stage");
   if (stages > blocks) {
     throw ConfigError("pipeline: " + std::to_string(stages) + " stages (ranks) but the model has only " +
                       std::to_string(blocks) + " blocks");
   }
+}
+
+std::vector<int> stage_starts(const std::vector<std::int64_t>& block_parameters, int stages,
+                              const std::vector<int>& boundaries) {
+  const int blocks = static_cast<int>(block_parameters.size());
+  check_stage_count(stages, blocks);
   std::vector<int> starts{0};
   if (!boundaries.empty()) {
     if (static_cast<int>(boundaries.size()) != stages - 1) {

@@ -13,6 +13,11 @@
 
 namespace trainbench::worker {
 
+/// Throws ConfigError unless `stages` (ranks) is 1 to `blocks`. A rank checks it before its
+/// rendezvous too: were it to fail after, a rank that failed first would close the mesh on ranks
+/// still connecting, and they would report a lost peer in place of the cause.
+void check_stage_count(int stages, int blocks);
+
 /// Contiguous stages of `block_parameters.size()` blocks for `stages` ranks: the first block of
 /// each stage (starts[0] = 0). `boundaries` (the spec's, the first block of stages 1..S-1) when
 /// given, else the split that minimises the largest stage's parameter count. Throws ConfigError

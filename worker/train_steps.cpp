@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 
+#include "core/spec/model_sizes.hpp"
 #include "core/spec/paradigm.hpp"
 #include "worker/amp.hpp"
 #include "worker/gradient_reducer.hpp"
@@ -268,6 +269,10 @@ class PipelineTrainStep final : public Step {
  public:
   explicit PipelineTrainStep(RankContext& rank) : Step(rank), device_(rank.device) {
     const RunConfig& c = rank.config;
+    // Before the rendezvous, so that every rank exits with the cause (pipeline.hpp).
+    if (const int blocks = model_block_count(c.model, c.mlp, c.transformer, c.hybrid_embedding); blocks > 0) {
+      check_stage_count(rank.env.world_size, blocks);
+    }
     Communicator& comm = rank.comm();
     model_ = build_rank_model(c, device_);
     parameter_count_ = element_count(model_->parameters());
