@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "core/api/job_status.hpp"
+#include "core/spec/image_reference.hpp"
 #include "core/spec/master_ports.hpp"
 #include "core/spec/spec.hpp"
 #include "core/spec/spec_workloads.hpp"
@@ -329,18 +330,25 @@ json sweep_schema() {
           {"items", item}};
 }
 
+/// An image field: a reference in distribution's grammar (core/spec/image_reference.hpp), the
+/// registered digests of their exact length.
+json image_t(const std::string& description) {
+  return {{"type", "string"},
+          {"description", description},
+          {"minLength", kMinImageLength},
+          {"maxLength", kMaxImageLength},
+          {"pattern", kImageReferencePattern},
+          {"x-kubernetes-validations", json::array({cel(image_digest_cel_rule(), image_digest_rule_message())})}};
+}
+
 json template_schema() {
   const PodTemplate t;
   json quantities = map_t("Resource name -> quantity (8, \"500m\", \"4Gi\").", quantity_t());
   return object_t(
       "Merged by the operator into every pod it creates (masters and trainers).",
-      {{"image",
-        {{"type", "string"},
-         {"minLength", kMinImageLength},
-         {"maxLength", kMaxImageLength},
-         {"description", "Worker image. Unset: the operator's for spec.device (its --worker-image, default " +
-                             PodTemplate::default_worker_image(Device::kCpu) + "; --worker-cuda-image, default " +
-                             PodTemplate::default_worker_image(Device::kCuda) + ")."}}},
+      {{"image", image_t("Worker image. Unset: the operator's for spec.device (its --worker-image, default " +
+                         PodTemplate::default_worker_image(Device::kCpu) + "; --worker-cuda-image, default " +
+                         PodTemplate::default_worker_image(Device::kCuda) + ").")},
        {"imagePullPolicy", enum_t(known_pull_policies(), "Unset: Kubernetes' default for the image's tag.")},
        {"serviceAccountName",
         {{"type", "string"},
@@ -462,8 +470,7 @@ json workloads_schema() {
   json program = object_t(
       "A training program run as every rank with the torchrun environment; it reports through the probe "
       "protocol (docs/workloads.md).",
-      {{"image", with(string_t("The trainer pods' image; unset: the operator's worker image for spec.device."),
-                      {{"minLength", kMinImageLength}, {"maxLength", kMaxImageLength}})},
+      {{"image", image_t("The trainer pods' image; unset: the operator's worker image for spec.device.")},
        {"command", with(strings("The executable and its first arguments."), {{"minItems", 1}})},
        {"args", strings("Appended to command.")},
        {"env", {{"type", "array"}, {"description", "Added to each rank's environment."},

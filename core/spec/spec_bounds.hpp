@@ -75,6 +75,14 @@ inline constexpr const char* kConfigMapKeyPattern = "^[-._a-zA-Z0-9]+$";
 inline constexpr const char* kWorkloadNamePattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
 /// An environment variable name in spec.nccl.extraEnv and a program's env (a C identifier).
 inline constexpr const char* kEnvNamePattern = "^[A-Za-z_][A-Za-z0-9_]*$";
+/// An image reference, [HOST[:PORT]/]PATH[:TAG][@DIGEST]: distribution's grammar
+/// (core/spec/image_reference.hpp, whose check names the part that is wrong).
+inline constexpr const char* kImageReferencePattern =
+    "^(([a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?(\\.[a-zA-Z0-9]([-a-zA-Z0-9]*[a-zA-Z0-9])?)*|\\[[a-fA-F0-9:]+\\])"
+    "(:[0-9]+)?/)?"
+    "[a-z0-9]+(([_.]|__|-+)[a-z0-9]+)*(/[a-z0-9]+(([_.]|__|-+)[a-z0-9]+)*)*"
+    "(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
+    "(@[A-Za-z][A-Za-z0-9]*([-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$";
 
 // ---- numbers
 

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/spec/image_reference.hpp"
 #include "core/spec/master_ports.hpp"
 #include "core/spec/model_sizes.hpp"
 #include "core/spec/spec.hpp"
@@ -93,6 +94,16 @@ void check_text(Checker& c, const std::string& path, const std::string& v, int m
   if (!problem.empty()) c.add(path, problem);
 }
 
+/// A pod's image: text, then an image reference (unset: the operator's).
+void check_image(Checker& c, const std::string& path, const std::string& image) {
+  const std::string problem = text_problem(image, kMaxImageLength);
+  if (!problem.empty()) {
+    c.add(path, problem);
+  } else if (const std::string message = image_reference_message(image); !image.empty() && !message.empty()) {
+    c.add(path, message);
+  }
+}
+
 void check_label_map(Checker& c, const std::string& path, const std::map<std::string, std::string>& m,
                      bool check_values) {
   for (const auto& [k, v] : m) {
@@ -143,7 +154,7 @@ void check_quantities(Checker& c, const std::string& path, const std::map<std::s
 
 void check_template(Checker& c, const PodTemplate& t) {
   const std::string tp = "spec.template";
-  check_text(c, tp + ".image", t.image, kMaxImageLength);
+  check_image(c, tp + ".image", t.image);
   if (!t.image_pull_policy.empty()) c.one_of(tp + ".imagePullPolicy", t.image_pull_policy, known_pull_policies());
   if (!t.service_account_name.empty() &&
       !matches(t.service_account_name, kDnsSubdomainPattern, kMaxServiceAccountNameLength)) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/spec/image_reference.hpp"
 #include "core/spec/spec_messages.hpp"
 
 namespace trainbench {
@@ -15,6 +16,9 @@ using spec_messages::matches;
 using spec_messages::quote;
 
 void check_program(const ProgramSpec& p, const std::string& path, std::vector<FieldError>& errors) {
+  if (const std::string message = image_reference_message(p.image); !p.image.empty() && !message.empty()) {
+    errors.push_back({path + ".image", message});
+  }
   if (p.command.empty()) {
     errors.push_back({path + ".command", "is required: the program's executable and its first arguments"});
   } else if (p.command.front().empty()) {
