@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/spec/image_reference.hpp"
 #include "core/util/version.hpp"
 #include "operator/controller/controller.hpp"
 #include "operator/controller/leader_election.hpp"
@@ -105,10 +106,12 @@ void print_usage() {
                "       (the image of a job's pods, by spec.device, when its spec.template.image is unset)\n";
 }
 
-/// --worker-image / --worker-cuda-image: an image reference, bounded as spec.template.image is.
+/// --worker-image / --worker-cuda-image: an image reference, checked as spec.template.image is.
 std::string image_flag(const std::string& flag, const std::string& value) {
   if (value.empty() || value.size() > static_cast<std::size_t>(trainbench::kMaxImageLength))
     usage_error(flag + " must be an image reference of 1 to " + std::to_string(trainbench::kMaxImageLength) + " characters");
+  if (const std::string message = trainbench::image_reference_message(value); !message.empty())
+    usage_error(flag + " " + message);
   return value;
 }
 
