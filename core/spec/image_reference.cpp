@@ -131,14 +131,16 @@ std::string tag_problem(std::string_view tag) {
          " must be 1 to 128 letters, digits, '_', '.' or '-', not starting with '.' or '-'";
 }
 
+bool is_algorithm_separator(char c) { return c == '-' || c == '_' || c == '+' || c == '.'; }
+
+/// [A-Za-z][A-Za-z0-9]* ([-_+.] [A-Za-z][A-Za-z0-9]*)*: a component starts after each separator.
 bool is_algorithm(std::string_view s) {
-  bool start = true;
+  bool component_start = true;
   for (char c : s) {
-    if (start && !is_alpha(c)) return false;
-    if (!start && c != '-' && c != '_' && c != '+' && c != '.' && !is_alnum(c)) return false;
-    start = c == '-' || c == '_' || c == '+' || c == '.';
+    if (component_start ? !is_alpha(c) : !(is_alnum(c) || is_algorithm_separator(c))) return false;
+    component_start = is_algorithm_separator(c);
   }
-  return !s.empty() && !start;
+  return !s.empty() && !component_start;
 }
 
 std::string digest_problem(std::string_view digest) {
