@@ -152,6 +152,9 @@ trainbench::worker::WorkerOptions options_from_env() {
   if (auto l = bounded_int_env("TRAINBENCH_METRICS_LINGER_SECONDS", 0, INT_MAX, "an integer >= 0")) {
     o.metrics_linger_seconds = *l;
   }
+  if (auto a = bounded_int_env("TRAINBENCH_METRICS_AWAIT_SCRAPE_SECONDS", 0, INT_MAX, "an integer >= 0")) {
+    o.metrics_await_scrape_seconds = *a;
+  }
   if (auto w = bounded_int_env("TRAINBENCH_REFERENCE_WORLD_SIZE", 1, INT_MAX, "an integer >= 1")) {
     o.reference_world_size = *w;
   }

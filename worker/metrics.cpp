@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -66,11 +67,34 @@ ProcSample sample_process() {
   return s;
 }
 
+/// Scrapes of /metrics served so far: what await_scrape() waits on.
+struct ScrapeCount {
+  std::mutex mu;
+  std::condition_variable served;
+  std::int64_t n = 0;
+};
+
+/// The registry's exposition, counting each reply in `count` once its body is built (the values
+/// it holds are fixed then).
+telemetry::HttpHandler counted_metrics(const std::shared_ptr<prometheus::Registry>& registry,
+                                       std::shared_ptr<ScrapeCount> count) {
+  return [inner = telemetry::prometheus_handler(registry), count = std::move(count)] {
+    telemetry::HttpReply reply = inner();
+    {
+      const std::lock_guard<std::mutex> lock(count->mu);
+      ++count->n;
+    }
+    count->served.notify_all();
+    return reply;
+  };
+}
+
 }  // namespace
 
 struct WorkerMetrics::Impl {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
   std::unique_ptr<telemetry::HttpEndpoint> server;
+  std::shared_ptr<ScrapeCount> scrapes = std::make_shared<ScrapeCount>();
   prometheus::Labels labels;
 
   Histogram* step_seconds = nullptr;
@@ -181,8 +205,8 @@ std::unique_ptr<WorkerMetrics> WorkerMetrics::serve(const std::string& listen, c
   r.world_size->Set(static_cast<double>(l.world_size));
   r.last = sample_process();
   try {
-    impl->server = std::make_unique<telemetry::HttpEndpoint>(
-        listen, std::map<std::string, telemetry::HttpHandler>{{"/metrics", telemetry::prometheus_handler(impl->registry)}});
+    std::map<std::string, telemetry::HttpHandler> routes{{"/metrics", counted_metrics(impl->registry, impl->scrapes)}};
+    impl->server = std::make_unique<telemetry::HttpEndpoint>(listen, std::move(routes));
   } catch (const std::exception& e) {
     throw std::runtime_error("cannot serve metrics: " + std::string(e.what()));
   }
@@ -193,6 +217,12 @@ WorkerMetrics::WorkerMetrics(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 WorkerMetrics::~WorkerMetrics() = default;
 
 int WorkerMetrics::port() const { return impl_->server->port(); }
+
+bool WorkerMetrics::await_scrape(std::chrono::milliseconds timeout) const {
+  ScrapeCount& c = *impl_->scrapes;
+  std::unique_lock<std::mutex> lock(c.mu);
+  return c.served.wait_for(lock, timeout, [&c] { return c.n > 0; });
+}
 
 void WorkerMetrics::set_planned_steps(std::int64_t steps) { impl_->steps_planned->Set(static_cast<double>(steps)); }
 

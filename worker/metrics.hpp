@@ -45,6 +45,9 @@ class WorkerMetrics {
 
   /// The port it listens on.
   int port() const;
+  /// Waits until /metrics has been scraped at least once (since serve()) or `timeout` passed;
+  /// true when it was scraped.
+  bool await_scrape(std::chrono::milliseconds timeout) const;
 
   /// Warm-up plus measured steps this rank will run (progress = steps_total / this).
   void set_planned_steps(std::int64_t steps);

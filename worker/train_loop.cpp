@@ -241,6 +241,22 @@ class LoopMetrics {
         device.is_cuda() ? std::optional<std::int64_t>(compat::cuda_peak_memory_bytes(device.index())) : std::nullopt);
   }
 
+  /// Before the warm-up: waits for the first scrape of /metrics, up to
+  /// TRAINBENCH_METRICS_AWAIT_SCRAPE_SECONDS. A scraper that finds a new pod only seconds after it
+  /// starts (Prometheus's discovery sends targets at most every 5 s, its scrape manager reloads as
+  /// often) then still holds the run's values from before its first step, and its rate() and
+  /// increase() cover a run shorter than that delay.
+  void await_first_scrape() const {
+    const double wait = rank_.options.metrics_await_scrape_seconds;
+    if (!metrics_ || wait <= 0) return;
+    std::cerr << "trainbench-worker: rank " << rank_.env.rank << ": waiting up to " << wait
+              << " s for a first scrape of /metrics (TRAINBENCH_METRICS_AWAIT_SCRAPE_SECONDS)\n";
+    if (!metrics_->await_scrape(std::chrono::milliseconds(static_cast<std::int64_t>(wait * 1000)))) {
+      std::cerr << "trainbench-worker: rank " << rank_.env.rank << ": no scrape of /metrics within " << wait
+                << " s: training without one\n";
+    }
+  }
+
   /// Keeps the last values scrapeable a little longer (TRAINBENCH_METRICS_LINGER_SECONDS): the
   /// run is over and its result handed over, the operator now deletes the run's pods. Serve the
   /// last values through that SIGTERM until the linger ends (the pod's grace period covers it;
@@ -303,6 +319,7 @@ RankRecord run_loop(Step& step, const RankContext& rank, LoopMetrics& metrics) {
     metrics.observe(t, measured);
     return t;
   };
+  metrics.await_first_scrape();
   for (int s = 1; s <= shape.warmup_steps; ++s) {
     const double sec = run(false, 0).seconds;
     if (report_progress) write_progress(progress, "warmup", 0, shape.repeats, s, shape.warmup_steps, sec);

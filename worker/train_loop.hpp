@@ -26,6 +26,10 @@ struct WorkerOptions {
   /// TRAINBENCH_METRICS_LINGER_SECONDS: after the run, keep serving the last values this long
   /// (so that a few more scrapes see them).
   double metrics_linger_seconds = 0;
+  /// TRAINBENCH_METRICS_AWAIT_SCRAPE_SECONDS: before the warm-up, wait up to this long for a
+  /// first scrape of /metrics, so that a scraper holds the run's values from before its first step
+  /// (0: do not wait).
+  double metrics_await_scrape_seconds = 0;
 };
 
 /// Runs one rank of one benchmark run: rendezvous (paradigm ddp), model, synthetic data,

@@ -743,6 +743,16 @@ mlp_job inside 4 "{backoffLimit: 0}" "{nodes: 1, devicesPerNode: 1, paradigm: no
 kc apply -n "$NSCOPE_NS" -f "$WORK/inside.yaml" >/dev/null
 wait_for 120 phase_in bj "$NSCOPE_NS" inside Succeeded ||
   fail "job inside: $(kc get bj -n "$NSCOPE_NS" inside -o jsonpath='{.status}')"
+# The operator asks for the run's pods to go (cleanPodPolicy All) before it writes Succeeded; they
+# are gone once their node agent has stopped them, within its grace (an apiserver delete is
+# asynchronous), so this waits on the cluster, not on the phase.
+inside_pods() { kc get pods -n "$NSCOPE_NS" -l trainbench.dev/job=inside -o json; }
+no_inside_pods() { [ "$(inside_pods | jq '.items | length')" = 0 ]; }
+wait_for 30 no_inside_pods || fail "inside's pods remain (cleanPodPolicy All): $(inside_pods | jq -c '.items[] |
+  {name: .metadata.name, phase: .status.phase, created: .metadata.creationTimestamp, deletion: .metadata.deletionTimestamp}');
+  pod requests in $NSCOPE_NS: $(jq -c --arg ns "$NSCOPE_NS" 'select(.stage == "ResponseComplete" and .objectRef.resource == "pods" and
+    .objectRef.namespace == $ns and .verb != "get" and .verb != "list" and .verb != "watch") |
+    [.requestReceivedTimestamp, .user.username, .verb, .objectRef.name, .objectRef.subresource, .responseStatus.code]' "$CONTROLPLANE_DIR/audit.log")"
 expect "the job outside the watched namespace" \
   "$(kc get bj -n "$JOBS_NS" outside -o jsonpath='{.status.phase}')$(kc get pods -n "$JOBS_NS" -l trainbench.dev/job=outside -o name)" ""
 check_audit "$NS_USER" "$F" 0  # the rules are the cluster scope's, checked above

@@ -31,6 +31,10 @@ source "$(dirname "$0")/../operator/e2e/lib.sh"
 "$PROMETHEUS" --version 2>&1 | head -1
 INSTALL_DOC=${INSTALL_DOC:-$REPO/docs/install.md}
 
+# Each worker waits before its warm-up until Prometheus has scraped it once (up to 60 s): the runs
+# train for seconds, less than Prometheus takes to find a new pod (its discovery and scrape
+# manager pass targets on at most every 5 s), and the dashboard's rate() panels need a sample
+# from before the steps and one after, whatever the machine's speed.
 # Workers serve their last values 10 s after their run, through the cleanup's SIGTERM; the
 # operator gives trainer pods a grace of 30 s for it. The node agent honours a pod's grace up to
 # --max-grace (default 3 s): 30 here, as a kubelet would honour it all.
@@ -139,7 +143,7 @@ spec:
   masterPort: 29500
   template:
     image: trainbench/worker:0.1.0
-    env: [{name: TRAINBENCH_METRICS_LINGER_SECONDS, value: "10"}]
+    env: [{name: TRAINBENCH_METRICS_LINGER_SECONDS, value: "10"}, {name: TRAINBENCH_METRICS_AWAIT_SCRAPE_SECONDS, value: "60"}]
   runPolicy: {backoffLimit: 0, cleanPodPolicy: All}
 YAML
 START=$(date +%s)
@@ -167,8 +171,11 @@ master_ports_dropped() { grep -q ' progress,store$' <<<"$(dropped_master_ports)"
 active_ports=$(targets active | jq -r '[.[].discoveredLabels.__meta_kubernetes_pod_container_port_name] | unique | join(",")')
 [[ "$active_ports" =~ ^(metrics-[0-9]+,?)+$ ]] || fail "active worker targets on ports other than metrics-<i>: $active_ports"
 wait_for 60 master_ports_dropped || fail "no master pod's ports were discovered and dropped: '$(dropped_master_ports)'"
-# promtool accepts the worker's exposition as is.
+# promtool accepts the worker's exposition as is. (Fetched once Prometheus has scraped the target:
+# the worker's wait before its warm-up ends at its first scrape, which is Prometheus's to make.)
 scrape_url=$(jq -r '.scrapeUrl' <<<"$target")
+scraped_up() { [ "$(worker_target metrics-0 "$TRAINER0" | jq -r '.health')" = up ]; }
+wait_for 60 scraped_up || fail "Prometheus did not scrape $scrape_url: $(worker_target metrics-0 "$TRAINER0")"
 wait_for 60 curl -sf -o "$WORK/worker.prom" "$scrape_url" || fail "scraping the worker at $scrape_url"
 "$PROMTOOL" check metrics <"$WORK/worker.prom" >"$WORK/promtool-worker.txt" 2>&1 ||
   fail "promtool check metrics (worker): $(cat "$WORK/promtool-worker.txt")"
@@ -181,6 +188,11 @@ wait_phase "$JOB" Succeeded || fail "job did not succeed: $(kc get bj $JOB -o js
 sel="benchmark_job=\"$JOB\""
 wait_for 60 scalar_is "count(last_over_time(trainbench_steps_total{$sel,run=\"1\"}[10m]) == $((WARMUP + REPEATS * MEASURE)))" 2 ||
   fail "Prometheus never saw run 1 finish: $(query "last_over_time(trainbench_steps_total{$sel}[10m])")"
+
+# Each of the 3 ranks waited before its warm-up until it was scraped: Prometheus holds a sample of
+# every rank from before its first step.
+wait_for 10 scalar_is "count(min_over_time(trainbench_steps_total{$sel}[10m]) == 0)" 3 ||
+  fail "not every rank was scraped before its first step: $(query "min_over_time(trainbench_steps_total{$sel}[10m])")"
 
 # Every documented worker and operator metric is in Prometheus (GPU ones need a GPU).
 names=$(curl -sf "$PROM/api/v1/label/__name__/values" | jq -r '.data[]')

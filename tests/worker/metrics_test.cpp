@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <future>
 #include <regex>
 #include <string>
+#include <thread>
 
 #include "scrape.hpp"
 
@@ -95,4 +98,21 @@ TEST(WorkerMetrics, AchievedFlopsAndUtilization) {
   text = scrape(n->port());
   EXPECT_GT(value(text, "trainbench_achieved_flops"), 0);
   EXPECT_EQ(text.find("trainbench_model_flops_utilization_ratio"), std::string::npos) << text;
+}
+
+// TRAINBENCH_METRICS_AWAIT_SCRAPE_SECONDS's wait: it ends at the first scrape, whether that came
+// before it began or while it waits, and otherwise at its timeout. The first scrape already
+// holds the step histogram, at zero (the sample a rate() over a short run starts from).
+TEST(WorkerMetrics, AwaitScrapeEndsAtTheFirstScrapeOrItsTimeout) {
+  auto m = WorkerMetrics::serve("127.0.0.1:0", labels(), BuildInfo{"0.1.0", "1.13.1", "gloo", "cpu"});
+  EXPECT_FALSE(m->await_scrape(std::chrono::milliseconds(50))) << "nobody scraped it";
+  auto later = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return scrape(m->port());
+  });
+  EXPECT_TRUE(m->await_scrape(std::chrono::seconds(60))) << "a scrape while it waits ends the wait";
+  const std::string first = later.get();
+  EXPECT_EQ(value(first, "trainbench_step_duration_seconds_count"), 0) << first;
+  EXPECT_EQ(value(first, "trainbench_step_duration_seconds_bucket", "le=\"+Inf\""), 0) << first;
+  EXPECT_TRUE(m->await_scrape(std::chrono::milliseconds(0))) << "once scraped, no wait";
 }

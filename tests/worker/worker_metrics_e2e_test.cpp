@@ -26,6 +26,16 @@ bool port_is_free(int port) {
   return ok;
 }
 
+/// The first of two consecutive free ports (ranks listen on base + LOCAL_RANK), below Linux's
+/// ephemeral range (32768-60999) so that no socket bound to port 0 meanwhile (gloo's) can take
+/// one; 0 when none.
+int free_port_pair() {
+  for (int candidate = 20000 + static_cast<int>(::getpid() % 5000) * 2; candidate < 32000; candidate += 2) {
+    if (port_is_free(candidate) && port_is_free(candidate + 1)) return candidate;
+  }
+  return 0;
+}
+
 using trainbench::RunConfig;
 using trainbench::test::read_file;
 using trainbench::test::run_ranks;
@@ -39,12 +49,7 @@ TEST(WorkerMetricsE2E, EveryRankServesMetricsThatAgreeWithTheResult) {
   c.warmup_steps = 2;
   c.measure_steps = 5;
   TempDir dir;
-  // Two consecutive free ports (ranks listen on base + LOCAL_RANK), below Linux's ephemeral
-  // range (32768-60999) so that no socket bound to port 0 meanwhile (gloo's) can take one.
-  int base = 0;
-  for (int candidate = 20000 + static_cast<int>(::getpid() % 5000) * 2; base == 0 && candidate < 32000; candidate += 2) {
-    if (port_is_free(candidate) && port_is_free(candidate + 1)) base = candidate;
-  }
+  const int base = free_port_pair();
   ASSERT_GT(base, 0);
   auto ranks = std::async(std::launch::async, [&] {
     return run_ranks(c, {{"TRAINBENCH_RESULT_FILE", dir.file("r.json")},
@@ -85,6 +90,58 @@ TEST(WorkerMetricsE2E, EveryRankServesMetricsThatAgreeWithTheResult) {
   }
   const auto outs = ranks.get();
   for (const auto& o : outs) EXPECT_EQ(o.exit_code, 0) << o.output;
+}
+
+// TRAINBENCH_METRICS_AWAIT_SCRAPE_SECONDS: the rank serves /metrics and waits before its warm-up
+// until it is scraped (a tiny run is otherwise over in milliseconds); the first scrape sees no
+// step yet, and the run then trains to its result.
+TEST(WorkerMetricsE2E, AwaitScrapeHoldsTheWarmUpUntilTheFirstScrape) {
+  const RunConfig c = trainbench::test::tiny_mlp_run("await-scrape", "none", 1);
+  TempDir dir;
+  const int port = free_port_pair();
+  ASSERT_GT(port, 0);
+  auto ranks = std::async(std::launch::async, [&] {
+    return run_ranks(c, {{"TRAINBENCH_RESULT_FILE", dir.file("r.json")},
+                         {"TRAINBENCH_METRICS_PORT", std::to_string(port)},
+                         {"TRAINBENCH_METRICS_HOST", "127.0.0.1"},
+                         {"TRAINBENCH_METRICS_AWAIT_SCRAPE_SECONDS", "120"}});
+  });
+  // Serving (a path other than /metrics answers 404 and is no scrape).
+  int status = 0;
+  for (int i = 0; i < 600 && status == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    status = trainbench::test::http_request(port, "GET", "/healthz").status;
+  }
+  ASSERT_EQ(status, 404) << "the rank does not serve on " << port;
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("r.json"))) << "the run did not wait for its first scrape";
+  const std::string first = scrape(port);
+  EXPECT_EQ(value(first, "trainbench_steps_total"), 0) << first;
+  EXPECT_EQ(value(first, "trainbench_step_duration_seconds_count"), 0) << first;
+  const auto outs = ranks.get();
+  ASSERT_EQ(outs.size(), 1U);
+  EXPECT_EQ(outs[0].exit_code, 0) << outs[0].output;
+  EXPECT_NE(outs[0].output.find("rank 0: waiting up to 120 s for a first scrape of /metrics"), std::string::npos)
+      << outs[0].output;
+  EXPECT_EQ(outs[0].output.find("no scrape"), std::string::npos) << outs[0].output;
+  EXPECT_TRUE(std::filesystem::exists(dir.file("r.json")));
+}
+
+// Nobody scrapes: the wait ends at its bound, the log says so, and the run trains as usual.
+TEST(WorkerMetricsE2E, AwaitScrapeEndsAtItsBoundWhenNobodyScrapes) {
+  const RunConfig c = trainbench::test::tiny_mlp_run("await-scrape", "none", 1);
+  TempDir dir;
+  const int port = free_port_pair();
+  ASSERT_GT(port, 0);
+  const auto outs = run_ranks(c, {{"TRAINBENCH_RESULT_FILE", dir.file("r.json")},
+                                  {"TRAINBENCH_METRICS_PORT", std::to_string(port)},
+                                  {"TRAINBENCH_METRICS_HOST", "127.0.0.1"},
+                                  {"TRAINBENCH_METRICS_AWAIT_SCRAPE_SECONDS", "1"}});
+  ASSERT_EQ(outs.size(), 1U);
+  EXPECT_EQ(outs[0].exit_code, 0) << outs[0].output;
+  EXPECT_NE(outs[0].output.find("rank 0: no scrape of /metrics within 1 s: training without one"), std::string::npos)
+      << outs[0].output;
+  EXPECT_TRUE(std::filesystem::exists(dir.file("r.json")));
 }
 
 }  // namespace
