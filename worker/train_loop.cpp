@@ -28,6 +28,7 @@
 #include "worker/rank_record.hpp"
 #include "worker/step.hpp"
 #include "worker/system_probe.hpp"
+#include "worker/topology_probe.hpp"
 #include "worker/torch_compat.hpp"
 #include "worker/train_common.hpp"
 #include "worker/ddp_reducer.hpp"
@@ -365,6 +366,35 @@ std::vector<RankRecord> gather_records(RankContext& rank, const RankRecord& mine
   return records;
 }
 
+/// Every rank's text on rank 0, in rank order (other ranks: empty). All ranks must call it: two
+/// all-gathers, the lengths, then the texts padded to the longest.
+std::vector<std::string> gather_texts(RankContext& rank, const std::string& mine) {
+  Communicator* comm = rank.comm_if_created();
+  if (comm == nullptr) return {mine};
+  const bool nccl = rank.config.backend == Backend::kNccl;
+  const auto to_comm = [&](const torch::Tensor& t) { return nccl ? t.to(rank.device) : t; };
+  const torch::Tensor lengths =
+      comm->allgather(to_comm(torch::tensor({static_cast<std::int64_t>(mine.size())}, torch::kLong))).to(torch::kCPU);
+  torch::Tensor bytes = torch::zeros({lengths.max().item<std::int64_t>()}, torch::kUInt8);
+  std::copy(mine.begin(), mine.end(), reinterpret_cast<char*>(bytes.data_ptr<std::uint8_t>()));
+  const torch::Tensor all = comm->allgather(to_comm(bytes)).to(torch::kCPU).contiguous();
+  if (rank.env.rank != 0) return {};
+  std::vector<std::string> texts;
+  for (std::int64_t k = 0; k < all.size(0); ++k) {
+    const auto* row = reinterpret_cast<const char*>(all[k].data_ptr<std::uint8_t>());
+    texts.emplace_back(row, static_cast<std::size_t>(lengths[k].item<std::int64_t>()));
+  }
+  return texts;
+}
+
+/// Where every rank ran (worker/topology_probe.hpp), on rank 0. All ranks must call it.
+std::optional<Topology> gather_topology(RankContext& rank) {
+  const int gpu = rank.device.is_cuda() ? rank.device.index() : -1;
+  const std::vector<std::string> readings = gather_texts(rank, local_topology(rank.env.rank, gpu).dump());
+  if (rank.env.rank != 0) return std::nullopt;
+  return topology_of_readings(readings);
+}
+
 void run_rank(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   const StepFactory make_step = step_factory(env, c, o);  // validates the config for its paradigm
   RankContext rank(env, c, o);
@@ -379,6 +409,7 @@ void run_rank(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
     if (!params.empty()) dump_parameters(o.dump_params_prefix, env.rank, params);
   }
   const std::vector<RankRecord> records = gather_records(rank, record, step->record_shape());
+  std::optional<Topology> topology = gather_topology(rank);
   rank.progress().enter(ProgressPhase::kDone);
   if (env.rank != 0) {
     if (rank.store()) rank.store()->add(kFinishedKey, 1);
@@ -391,6 +422,7 @@ void run_rank(const RankEnv& env, const RunConfig& c, const WorkerOptions& o) {
   result.environment = environment_info(c, rank.device);
   step->describe(result);
   result.peak_gemm = peak_gemm;
+  result.topology = std::move(topology);
   add_records(result, records, c.world_size());
   hand_over_result(to_json(result).dump(2) + "\n", rank.store(), o.result_file);
   metrics.linger();

@@ -37,6 +37,7 @@ RunReport compact_for_status(RunReport run, const std::string& detail_config_map
   run.rank_summary = summarize_ranks(run.ranks, detail_config_map);
   run.ranks.clear();
   run.ranks.shrink_to_fit();
+  run.topology.reset();  // as large as the ranks; the ConfigMap keeps it
   return run;
 }
 

@@ -105,6 +105,7 @@ RunReport summarize_run(const RunConfig& cfg, const RunResult& result) {
       throughput(run.sec_per_iter, static_cast<double>(cfg.batch_size_per_device) * (staged ? 1 : cfg.world_size()));
   run.optimizer = result.optimizer;
   run.framework = result.environment.framework;
+  run.topology = result.topology;
   if (staged) {
     PipelineReport pr;
     pr.stages = cfg.world_size();
@@ -373,6 +374,7 @@ nlohmann::json to_json(const RunReport& run) {
     if (run.stragglers) j["stragglers"] = to_json(*run.stragglers);
     if (run.rank_summary) j["rankSummary"] = to_json(*run.rank_summary);
     if (run.utilization) j["utilization"] = to_json(*run.utilization);
+    if (run.topology) j["topology"] = to_json(*run.topology);
   } else {
     j["error"] = run.error;
   }
@@ -456,6 +458,7 @@ RunReport run_report_from_json(const nlohmann::json& rj, const std::string& p) {
     if (jf::has(rj, "stragglers")) run.stragglers = straggler_report_from_json(rj["stragglers"], p + ".stragglers");
     if (jf::has(rj, "rankSummary")) run.rank_summary = rank_summary_from_json(rj["rankSummary"], p + ".rankSummary");
     if (jf::has(rj, "utilization")) run.utilization = run_utilization_from_json(rj["utilization"], p + ".utilization");
+    if (jf::has(rj, "topology")) run.topology = topology_from_json(rj["topology"], p + ".topology");
   } else if (run.phase == "Failed") {
     run.error = jf::get_string(rj, "error", p);
   } else {

@@ -144,6 +144,9 @@ struct RunReport {
   /// memory, mean bytes sent per step, GPU busy and memory (core/results/utilization.hpp). Absent for
   /// failed runs and where the workers did not report it. "utilization".
   std::optional<RunUtilization> utilization;
+  /// Where the ranks ran (core/results/topology.hpp), from the result; absent in older reports, for
+  /// program workloads, and where `ranks` was left out. "topology".
+  std::optional<Topology> topology;
 };
 
 struct Report {

@@ -180,6 +180,21 @@ void environment_header(std::ostringstream& os, const EnvironmentInfo& e) {
   os << "\n";
 }
 
+/// Where the ranks of the largest run that recorded it ran (core/results/topology.hpp): its hosts'
+/// NUMA nodes and GPU matrix, each rank's CPUs. Nothing when no run recorded it.
+void topology_header(std::ostringstream& os, const Report& report) {
+  const RunReport* largest = nullptr;
+  for (const auto& r : report.runs) {
+    if (r.topology && (!largest || r.topology->ranks.size() > largest->topology->ranks.size())) largest = &r;
+  }
+  if (!largest) return;
+  const Topology& t = *largest->topology;
+  os << "Topology (" << largest->devices_label << " -- " << largest->label << ", " << t.ranks.size()
+     << (t.ranks.size() == 1 ? " rank" : " ranks") << " on " << t.hosts.size()
+     << (t.hosts.size() == 1 ? " host" : " hosts") << "):\n"
+     << format_topology(t) << "\n";
+}
+
 bool every_run_is_allreduce(const Report& report) {
   return !report.runs.empty() && std::all_of(report.runs.begin(), report.runs.end(),
                                              [](const RunReport& r) { return r.paradigm == Paradigm::kAllreduce; });
@@ -410,6 +425,7 @@ void significance_legend(std::ostringstream& os, const Comparison& c) {
 std::string format_report(const Report& report) {
   std::ostringstream os;
   environment_header(os, report.environment);
+  topology_header(os, report);
   if (every_run_is_allreduce(report)) return os.str() + allreduce_only_body(report);
   benchmark_title(os, report);
   os << "(" << report.precision << "; " << report.warmup_steps << " warm-up steps, then " << report.repeats << " x "

@@ -180,6 +180,7 @@ nlohmann::json to_json(const RunResult& r) {
   out["stageStarts"] = r.stage_starts;
   if (r.allreduce) out["allreduce"] = to_json(*r.allreduce);
   if (r.peak_gemm) out["peakGemm"] = to_json(*r.peak_gemm);
+  if (r.topology) out["topology"] = to_json(*r.topology);
   if (!r.servers.empty()) {
     nlohmann::json servers = nlohmann::json::array();
     for (const auto& s : r.servers) servers.push_back(to_json(s));
@@ -204,6 +205,7 @@ RunResult run_result_from_json(const nlohmann::json& j) {
   if (jf::has(j, "stageStarts")) r.stage_starts = jf::get_int32_list(j, "stageStarts", "");
   if (jf::has(j, "allreduce")) r.allreduce = allreduce_run_info_from_json(j["allreduce"], "allreduce");
   if (jf::has(j, "peakGemm")) r.peak_gemm = measured_gemm_from_json(j["peakGemm"], "peakGemm");
+  if (jf::has(j, "topology")) r.topology = topology_from_json(j["topology"], "topology");
   r.environment = environment_from_json(jf::get_object(j, "environment", ""));
   const auto& ranks = jf::get_array(j, "ranks", "");
   for (std::size_t i = 0; i < ranks.size(); ++i) {

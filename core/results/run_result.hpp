@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/plan/peak_flops.hpp"
+#include "core/results/topology.hpp"
 #include "core/results/utilization.hpp"
 #include "core/spec/allreduce.hpp"
 
@@ -120,6 +121,9 @@ struct RunResult {
   /// CPU runs: rank 0's GEMM of the model's dominant shape, timed at the run's start, the peak
   /// MFU is measured against (core/plan/peak_flops.hpp). "peakGemm"; absent on GPU and in older results.
   std::optional<MeasuredGemm> peak_gemm;
+  /// Where the ranks ran: hosts' NUMA nodes and GPU matrix, each rank's CPUs (core/results/topology.hpp).
+  /// "topology"; absent in older results and program workloads'.
+  std::optional<Topology> topology;
 };
 
 nlohmann::json to_json(const EnvironmentInfo& e);

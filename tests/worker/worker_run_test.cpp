@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/results/run_result.hpp"
+#include "worker/topology_probe.hpp"
 #include "worker_launcher.hpp"
 
 namespace {
@@ -51,6 +52,30 @@ TEST(WorkerRun, ResultAndProgressFiles) {
   EXPECT_EQ(p.at("step"), 3);
   EXPECT_EQ(p.at("steps"), 3);
   EXPECT_GT(p.at("secPerIter").get<double>(), 0);
+}
+
+// The result's topology: every rank's reading gathered on rank 0 (two all-gathers), each rank on
+// the host NODE_NAME names, with this process's CPU affinity (ranks inherit it), the NUMA nodes
+// of those CPUs, no GPU; the host once, with the NUMA nodes sysfs lists.
+TEST(WorkerRun, ResultSaysWhereEveryRankRan) {
+  TempDir dir;
+  const auto outs =
+      run_ranks(tiny("ddp", 2), {{"TRAINBENCH_RESULT_FILE", dir.file("r.json")}, {"NODE_NAME", "node-t"}});
+  for (const auto& o : outs) ASSERT_EQ(o.exit_code, 0) << o.output;
+  const auto r = trainbench::run_result_from_json(nlohmann::json::parse(read_file(dir.file("r.json"))));
+  ASSERT_TRUE(r.topology);
+  const trainbench::HostTopology host = trainbench::worker::read_host_topology("node-t");
+  ASSERT_EQ(r.topology->hosts.size(), 1U);
+  EXPECT_EQ(to_json(r.topology->hosts[0]), to_json(host));
+  ASSERT_EQ(r.topology->ranks.size(), 2U);
+  for (int k = 0; k < 2; ++k) {
+    const trainbench::RankLocation& at = r.topology->ranks[static_cast<std::size_t>(k)];
+    EXPECT_EQ(at.rank, k);
+    EXPECT_EQ(at.host, "node-t");
+    EXPECT_EQ(at.cpus, trainbench::worker::affinity_cpus());
+    EXPECT_EQ(at.numa_nodes, trainbench::numa_nodes_of(at.cpus, host.numa_nodes));
+    EXPECT_EQ(at.gpu, -1);
+  }
 }
 
 TEST(WorkerRun, ResultGoesToStdoutWithoutResultFile) {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "core/report/report.hpp"
+#include "core/report/rank_summary.hpp"
 #include "core/report/report_format.hpp"
 
 namespace trainbench {
@@ -191,6 +192,45 @@ TEST(ReportFormat, HeaderNamesTheDdpOfTheRunsThatHadOne) {
   EXPECT_EQ(report_from_json(to_json(rep)).environment.ddp, "pytorch");
   const Report single = build_report(j, plan_runs(j, 2), {{result(1, 0.1), ""}, {std::nullopt, "x"}, {std::nullopt, "x"}});
   EXPECT_EQ(format_report(single).find("* DDP:"), std::string::npos);
+}
+
+/// `r` with a topology: its ranks on `hosts` hosts (rank k on host k % hosts), 2 CPUs each.
+RunResult with_topology(RunResult r, int hosts) {
+  std::vector<std::pair<RankLocation, HostTopology>> readings;
+  for (const auto& rk : r.ranks) {
+    HostTopology h;
+    h.host = "host-" + std::to_string(rk.rank % hosts);
+    h.numa_nodes = {{0, {0, 1, 2, 3}, 8LL << 30}};
+    readings.push_back({{rk.rank, h.host, {2 * (rk.rank % 2), 2 * (rk.rank % 2) + 1}, {0}, -1}, h});
+  }
+  r.topology = merge_topology(readings);
+  return r;
+}
+
+// The header shows where the ranks of the largest run ran; the report's JSON keeps every run's
+// topology; a job's status copy of a run too large for it leaves it out, as it leaves the ranks.
+TEST(ReportFormat, HeaderShowsTheLargestRunsTopology) {
+  const auto j = job();
+  const Report rep = build_report(j, plan_runs(j, 2),
+                                  {{with_topology(result(1, 0.1), 1), ""},
+                                   {with_topology(result(2, 0.1), 1), ""},
+                                   {with_topology(result(2, 0.1), 2), ""}});
+  const std::string text = format_report(rep);
+  EXPECT_NE(text.find("Topology (2 CPUs -- 1M/2G, 2 ranks on 1 host):\n  host host-0:\n"
+                      "    NUMA node 0: CPUs 0-3, 8.0 GiB\n  rank 0 on host-0: CPUs 0-1 (NUMA node 0)\n"
+                      "  rank 1 on host-0: CPUs 2-3 (NUMA node 0)\n\nBenchmark:"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("Topology ("), text.rfind("Topology (")) << "once";
+  const Report back = report_from_json(to_json(rep));
+  ASSERT_TRUE(back.runs[2].topology);
+  EXPECT_EQ(back.runs[2].topology->hosts.size(), 2U);
+  const Report none = build_report(j, plan_runs(j, 2), {{result(1, 0.1), ""}, {std::nullopt, "x"}, {std::nullopt, "x"}});
+  EXPECT_EQ(format_report(none).find("Topology"), std::string::npos) << "no run recorded one";
+  RunConfig big = plan_runs(j, 2)[1];
+  big.nodes = 128;
+  big.devices_per_node = 8;
+  EXPECT_FALSE(compact_for_status(summarize_run(big, with_topology(result(1024, 0.05), 128)), "cm").topology);
 }
 
 TEST(ReportFormat, DiffNamesEachSidesDdp) {
