@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "core/spec/json_fields.hpp"
+#include "core/util/text_cells.hpp"
 
 namespace trainbench {
 
@@ -29,7 +30,8 @@ constexpr std::array<PathName, 7> kPathNames{{{GpuPath::kSelf, "X"},
                                               {GpuPath::kNode, "NODE"},
                                               {GpuPath::kSys, "SYS"}}};
 
-std::optional<int> parse_cpu(std::string_view s) {
+/// A decimal 0..65535 (a CPU number, an NVLink count).
+std::optional<int> parse_small_int(std::string_view s) {
   int v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < 0 || v > kMaxCpu) return std::nullopt;
@@ -39,24 +41,15 @@ std::optional<int> parse_cpu(std::string_view s) {
 /// "a-b" or "a" into `out`; false when malformed.
 bool add_cpu_range(std::string_view item, std::vector<int>& out) {
   const auto dash = item.find('-');
-  const auto lo = parse_cpu(item.substr(0, dash));
-  const auto hi = dash == std::string_view::npos ? lo : parse_cpu(item.substr(dash + 1));
+  const auto lo = parse_small_int(item.substr(0, dash));
+  const auto hi = dash == std::string_view::npos ? lo : parse_small_int(item.substr(dash + 1));
   if (!lo || !hi || *hi < *lo) return false;
   for (int c = *lo; c <= *hi; ++c) out.push_back(c);
   return true;
 }
 
 std::string fmt_gib(std::int64_t bytes) {
-  std::ostringstream os;
-  os.setf(std::ios::fixed);
-  os.precision(1);
-  os << static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0) << " GiB";
-  return os.str();
-}
-
-std::string pad(std::string s, std::size_t w) {
-  if (s.size() < w) s.append(w - s.size(), ' ');
-  return s;
+  return printf_str("%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
 }
 
 std::string path_cell(const HostTopology& h, std::size_t i, std::size_t j) {
@@ -69,14 +62,14 @@ std::string path_cell(const HostTopology& h, std::size_t i, std::size_t j) {
 /// `nvidia-smi topo -m`'s matrix: a row per GPU, its path to each GPU, its CPU and NUMA affinity.
 void gpu_matrix(std::ostringstream& os, const HostTopology& h) {
   constexpr std::size_t kCell = 7;
-  os << "    " << pad("", kCell);
-  for (const auto& g : h.gpus) os << pad("GPU" + std::to_string(g.index), kCell);
-  os << pad("CPU Affinity", 16) << "NUMA Affinity\n";
+  os << "    " << pad_right("", kCell);
+  for (const auto& g : h.gpus) os << pad_right("GPU" + std::to_string(g.index), kCell);
+  os << pad_right("CPU Affinity", 16) << "NUMA Affinity\n";
   for (std::size_t i = 0; i < h.gpus.size(); ++i) {
-    os << "    " << pad("GPU" + std::to_string(h.gpus[i].index), kCell);
-    for (std::size_t j = 0; j < h.gpus.size(); ++j) os << pad(path_cell(h, i, j), kCell);
+    os << "    " << pad_right("GPU" + std::to_string(h.gpus[i].index), kCell);
+    for (std::size_t j = 0; j < h.gpus.size(); ++j) os << pad_right(path_cell(h, i, j), kCell);
     const int numa = h.gpus[i].numa_node;
-    os << pad(h.gpus[i].cpus.empty() ? "N/A" : format_cpu_list(h.gpus[i].cpus), 16)
+    os << pad_right(h.gpus[i].cpus.empty() ? "N/A" : format_cpu_list(h.gpus[i].cpus), 16)
        << (numa < 0 ? "N/A" : std::to_string(numa)) << "\n";
   }
   os << "    (X: itself, NV#: # NVLinks, PIX: one PCIe switch, PXB: several, PHB: a PCIe host bridge,\n"
@@ -100,6 +93,17 @@ std::string numa_words(const std::vector<int>& nodes) {
   std::string s = nodes.size() == 1 ? " (NUMA node " : " (NUMA nodes ";
   for (std::size_t i = 0; i < nodes.size(); ++i) s += (i ? "," : "") + std::to_string(nodes[i]);
   return s + ")";
+}
+
+/// Each object of the array `key` read by `read` under its indexed path ("p.key[i]").
+template <typename T, typename Read>
+std::vector<T> objects_field(const nlohmann::json& j, const std::string& key, const std::string& p, Read read) {
+  const auto& items = jf::get_array(j, key, p);
+  std::vector<T> out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    out.push_back(read(items[i], p + "." + key + "[" + std::to_string(i) + "]"));
+  }
+  return out;
 }
 
 std::vector<int> cpu_list_field(const nlohmann::json& j, const std::string& key, const std::string& p) {
@@ -142,7 +146,7 @@ void gpu_matrix_from_json(const nlohmann::json& j, const std::string& p, HostTop
     for (const auto& cell : rows[i]) {
       const std::string text = cell.is_string() ? cell.get<std::string>() : "";
       const bool nv = text.rfind("NV", 0) == 0 && text.size() > 2;
-      const auto links = nv ? parse_cpu(std::string_view(text).substr(2)) : std::optional<int>(0);
+      const auto links = nv ? parse_small_int(std::string_view(text).substr(2)) : std::optional<int>(0);
       const auto path = nv ? std::optional<GpuPath>(GpuPath::kNvLink) : parse_gpu_path(text);
       if (!path || !links) {
         throw std::runtime_error(rp + ": not a path (X, NV#, PIX, PXB, PHB, NODE, SYS): " + cell.dump());
@@ -290,15 +294,9 @@ HostTopology host_topology_from_json(const nlohmann::json& j, const std::string&
   jf::require_object(j, p);
   HostTopology h;
   h.host = jf::get_string(j, "host", p);
-  const auto& numa = jf::get_array(j, "numaNodes", p);
-  for (std::size_t i = 0; i < numa.size(); ++i) {
-    h.numa_nodes.push_back(numa_node_from_json(numa[i], p + ".numaNodes[" + std::to_string(i) + "]"));
-  }
+  h.numa_nodes = objects_field<NumaNode>(j, "numaNodes", p, numa_node_from_json);
   if (!jf::has(j, "gpus")) return h;
-  const auto& gpus = jf::get_array(j, "gpus", p);
-  for (std::size_t i = 0; i < gpus.size(); ++i) {
-    h.gpus.push_back(gpu_info_from_json(gpus[i], p + ".gpus[" + std::to_string(i) + "]"));
-  }
+  h.gpus = objects_field<GpuInfo>(j, "gpus", p, gpu_info_from_json);
   gpu_matrix_from_json(j, p, h);
   return h;
 }
@@ -317,14 +315,8 @@ RankLocation rank_location_from_json(const nlohmann::json& j, const std::string&
 Topology topology_from_json(const nlohmann::json& j, const std::string& p) {
   jf::require_object(j, p);
   Topology t;
-  const auto& hosts = jf::get_array(j, "hosts", p);
-  for (std::size_t i = 0; i < hosts.size(); ++i) {
-    t.hosts.push_back(host_topology_from_json(hosts[i], p + ".hosts[" + std::to_string(i) + "]"));
-  }
-  const auto& ranks = jf::get_array(j, "ranks", p);
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
-    t.ranks.push_back(rank_location_from_json(ranks[i], p + ".ranks[" + std::to_string(i) + "]"));
-  }
+  t.hosts = objects_field<HostTopology>(j, "hosts", p, host_topology_from_json);
+  t.ranks = objects_field<RankLocation>(j, "ranks", p, rank_location_from_json);
   return t;
 }
 
